@@ -1,0 +1,1 @@
+"""The ACP agent for editors (a later issue)."""

@@ -1,0 +1,1 @@
+"""Extensions: skills, MCP client, hooks and browser control (later issues)."""
