@@ -1,0 +1,71 @@
+"""Shared pieces of the runtimes: chunk constructors and the runtime interface."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+
+Chunk = dict
+
+
+def output_chunk(text: str) -> Chunk:
+    """A console output chunk carrying raw program text."""
+    return {"role": "computer", "type": "console", "format": "output", "content": text}
+
+
+def active_line_chunk(line: int | None) -> Chunk:
+    """An (ephemeral) active-line chunk: the 1-based line now running, or None when done."""
+    return {"role": "computer", "type": "console", "format": "active_line", "content": line}
+
+
+def image_chunk(b64png: str) -> Chunk:
+    """An image chunk with base64-encoded PNG data."""
+    return {"role": "computer", "type": "image", "format": "base64.png", "content": b64png}
+
+
+def input_request_chunk(prompt: str, password: bool) -> Chunk:
+    """An (ephemeral) input request: the program waits for a line typed by the person."""
+    return {
+        "role": "computer",
+        "type": "console",
+        "format": "input_request",
+        "content": prompt,
+        "password": bool(password),
+    }
+
+
+class Runtime:
+    """One stateful language runtime.
+
+    Subclasses implement :meth:`run` (a generator of chunks), :meth:`terminate`, and react to
+    :attr:`stop_event` within 2 s. ``computer`` is the owning ``Computer`` (read for
+    ``highlight_active_line``, ``timeout``, ``interactive``, ``cwd``).
+    """
+
+    name = "runtime"
+
+    def __init__(self, computer) -> None:
+        self.computer = computer
+        self.stop_event = threading.Event()
+        self.input_queue: queue.Queue[str] = queue.Queue()
+
+    def run(self, code: str, timeout: float = 0) -> Iterator[Chunk]:  # pragma: no cover - abstract
+        """Run ``code``; yield output/image/active-line/input-request chunks as they happen."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Ask the running block to stop (thread-safe)."""
+        self.stop_event.set()
+
+    def send_input(self, text: str) -> None:
+        """Answer the pending input prompt with ``text`` (one line, no newline needed)."""
+        self.input_queue.put(text)
+
+    def terminate(self) -> None:
+        """End the runtime's processes (idempotent)."""
+
+
+def timeout_note(seconds: float) -> str:
+    """The note added to the output when a block exceeds the per-block timeout."""
+    return f"\n[timed out after {seconds:g} s: the block was stopped (computer.timeout = {seconds:g})]\n"
