@@ -190,8 +190,11 @@ def _setup_log(verbose: bool) -> str | None:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.WARNING)
     if verbose:
-        for name in ("LiteLLM", "httpx", "httpcore", "openai"):
+        for name in ("httpcore", "openai"):
             logging.getLogger(name).setLevel(logging.INFO)
+    from oitui.core.llm import configure_litellm_logging  # cheap: litellm itself loads later
+
+    configure_litellm_logging(verbose)
     return str(path)
 
 
@@ -229,6 +232,7 @@ class _Out:
         self.console: list[str] = []
         self.in_console = False
         self.at_line_start = True
+        self.errors_shown: set[str] = set()  # error chunks already printed (text format)
 
     def line(self, obj: dict) -> None:
         sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
@@ -254,6 +258,7 @@ class _Out:
         role, typ, fmt = c.get("role"), c.get("type"), c.get("format")
         if typ == "error":
             print(f"oitui: {c.get('content')}", file=sys.stderr)
+            self.errors_shown.add(str(c.get("content")))
             return
         if typ == "message" and role == "assistant":
             if c.get("start"):
@@ -299,7 +304,7 @@ def _headless(args: argparse.Namespace) -> int:
         print("oitui: -p needs a task (as its value or on stdin)", file=sys.stderr)
         return EXIT_USAGE
 
-    from oitui.core.errors import ConfigError, LimitReached, ModelError, OituiError
+    from oitui.core.errors import ConfigError, LimitReached, ModelError, NotAvailableYet, OituiError
     from oitui.core.settings import load_settings
 
     try:
@@ -335,10 +340,11 @@ def _headless(args: argparse.Namespace) -> int:
         from oitui.core.sessions import SessionStore
         from oitui.core.settings import paths
 
-        store = SessionStore(paths().sessions_dir)
+        store = SessionStore(paths().sessions_dir, outputs_dir=paths().outputs_dir)
         if args.resume:
             session = store.open(args.resume)
             interp.messages = list(session.messages)
+            _restore_metrics(interp, getattr(session, "meta", None) or {})
         else:
             session = store.create(model=model, harness=interp.harness, cwd=os.getcwd())
     except ImportError:
@@ -360,17 +366,21 @@ def _headless(args: argparse.Namespace) -> int:
     if interp.auto_run:
         interp.warm_up("python")  # the kernel starts while the model answers
     start = len(interp.messages)
+    before = dict(interp.metrics)
     code = EXIT_OK
     try:
         for chunk in interp.chat(task, stream=True, display=False):
             out.chunk(chunk)
+    except NotAvailableYet as e:
+        code = EXIT_USAGE
+        print(f"oitui: {e}", file=sys.stderr)
     except ModelError as e:
         code = EXIT_MODEL
-        if args.output_format == "text":
+        if args.output_format != "stream-json" and str(e) not in out.errors_shown:
             print(f"oitui: {e}", file=sys.stderr)
     except LimitReached as e:
         code = EXIT_LIMIT
-        if args.output_format == "text":
+        if args.output_format != "stream-json" and str(e) not in out.errors_shown:
             print(f"oitui: {e}", file=sys.stderr)
     except KeyboardInterrupt:
         interp.stop()
@@ -382,13 +392,29 @@ def _headless(args: argparse.Namespace) -> int:
             interp.terminate()
         except Exception:
             pass
-    usage = {"prompt_tokens": interp.metrics["prompt_tokens"], "completion_tokens": interp.metrics["completion_tokens"]}
+    # usage and cost of this run (a resumed session's earlier spend counts for --max-budget only)
+    usage = {k: int(interp.metrics.get(k) or 0) - int(before.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
+    cost = interp.metrics.get("cost")
+    if cost is not None:
+        cost = cost - (before.get("cost") or 0.0)
     if args.output_format == "stream-json":
-        out.line({"type": "result", "exit": code, "usage": usage, "cost": interp.metrics["cost"]})
+        out.line({"type": "result", "exit": code, "usage": usage, "cost": cost})
     elif args.output_format == "json":
         out.line({"session_id": session_id, "messages": interp.messages[start:], "usage": usage,
-                  "cost": interp.metrics["cost"], "exit": code})
+                  "cost": cost, "exit": code})
     return code
+
+
+def _restore_metrics(interp, meta: dict) -> None:
+    """Carry a resumed session's totals (tokens, spend) into ``interp.metrics``, so that
+    ``--max-budget`` (USD per session) counts what the session already spent."""
+    try:
+        interp.metrics["prompt_tokens"] = int(meta.get("prompt_tokens") or 0)
+        interp.metrics["completion_tokens"] = int(meta.get("completion_tokens") or 0)
+        cost = meta.get("cost")
+        interp.metrics["cost"] = float(cost) if isinstance(cost, (int, float)) and cost > 0 else None
+    except (TypeError, ValueError):  # a damaged header: start counting afresh
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -103,9 +103,10 @@ def test_launcher_removes_api_keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-1")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-2")
     monkeypatch.setenv("SOMEVENDOR_API_KEY", "sk-secret-3")
+    monkeypatch.setenv("HUGGINGFACE_API_TOKEN", "hf-secret-4")
     monkeypatch.setenv("OITUI_HARMLESS", "kept")
     env = child_env()
-    assert "OPENAI_API_KEY" not in env and "SOMEVENDOR_API_KEY" not in env
+    assert "OPENAI_API_KEY" not in env and "SOMEVENDOR_API_KEY" not in env and "HUGGINGFACE_API_TOKEN" not in env
     assert env["OITUI_HARMLESS"] == "kept"
     proc = launch(
         [sys.executable, "-c", "import os; print(sorted(k for k in os.environ if 'API_KEY' in k), os.environ.get('OITUI_HARMLESS'))"],

@@ -4,6 +4,7 @@ loop mode, images, offline mode, compaction/trimming, stop(), sessions and metri
 from __future__ import annotations
 
 import base64
+import json
 import socket
 import threading
 import time
@@ -12,7 +13,17 @@ import pytest
 
 from oitui import Approval, ApprovalRequest, OpenInterpreter
 from oitui.core.respond import DECLINED
-from support.core_helpers import check_runs, codes, fresh, make_interpreter, outputs, run_turn, texts, tool_messages
+from support.core_helpers import (
+    check_runs,
+    codes,
+    fresh,
+    make_interpreter,
+    outputs,
+    run_turn,
+    texts,
+    tool_messages,
+    visible_outputs,
+)
 from support.scripted_server import (  # noqa: F401  (fixtures)
     scripted_server,
     scripted_server_module,
@@ -320,10 +331,12 @@ def test_stop_interrupts_generation(interp, scripted_server):
 
 def test_stop_interrupts_running_code(interp, scripted_server):
     scripted_server.reset([text_reply("```python\nimport time\nprint('start', flush=True)\ntime.sleep(60)\n```")])
-    threading.Timer(2.0, interp.stop).start()
-    t0 = time.monotonic()
-    interp.chat("sleep", display=False)
-    assert time.monotonic() - t0 < 20
+    stopped = None
+    for c in interp.chat("sleep", stream=True, display=False):
+        if stopped is None and c.get("format") == "output" and "start" in str(c.get("content")):
+            stopped = time.monotonic()
+            threading.Thread(target=interp.stop).start()  # from another thread, as a UI would
+    assert stopped is not None and time.monotonic() - stopped < 5
     assert len(scripted_server.requests) == 1  # the turn ended
     outs = outputs(interp.messages)
     assert outs and outs[0].startswith("start")
@@ -482,3 +495,227 @@ def test_code_scanner_seam_forces_a_question(interp, scripted_server):
         assert outputs(interp.messages) == ["ok"]  # auto-run, nothing found: no question
     finally:
         interp.safe_mode, interp.code_scanner = "off", None
+
+
+# -- BR-29 through the approval handler: edit (e), unchanged edit, invalid key -----------------
+
+
+def _keyed_handler(keys: list[str], editor=None, shown: list | None = None):
+    """A test double of the TUI's approval prompt: reads ``keys`` in order; ``e`` opens the
+    code in a temporary file, lets ``editor(path)`` rewrite it, shows the result and asks again
+    (as the TUI does itself); ``y`` runs what is shown (``Approval.code`` when it was edited);
+    ``n`` declines; any other key is returned as it is (the core asks again)."""
+    import os
+    import tempfile
+
+    def handler(req: ApprovalRequest):
+        code = req.code
+        while True:
+            if shown is not None:
+                shown.append(code)
+            key = keys.pop(0)
+            if key == "e":
+                fd, path = tempfile.mkstemp(suffix=".py")
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(code)
+                editor(path)
+                with open(path) as fh:
+                    code = fh.read()
+                os.unlink(path)
+                continue
+            if key == "y":
+                return Approval(action="run", code=code if code != req.code else None)
+            if key == "n":
+                return Approval(action="decline")
+            return key  # invalid: the core must ask again
+
+    return handler
+
+
+def _rewrite(text: str):
+    def editor(path: str) -> None:
+        with open(path, "w") as fh:
+            fh.write(text)
+    return editor
+
+
+def _shown_outputs(chunks: list[dict]) -> str:
+    return "".join(str(c.get("content") or "") for c in chunks if c.get("format") == "output")
+
+
+def test_br29a_edit_then_run_runs_the_edited_code_once(interp, scripted_server):
+    fresh(interp, auto_run=False)
+    shown: list[str] = []
+    interp.approval_handler = _keyed_handler(["e", "y"], _rewrite("print('edited')"), shown)
+    scripted_server.reset([text_reply("```python\nprint('orig')\n```"), text_reply("DONE.")])
+    chunks = run_turn(interp)
+    assert shown == ["print('orig')", "print('edited')"]  # the edited code is shown and asked again
+    assert outputs(interp.messages) == ["edited"]  # exactly one execution
+    assert "orig" not in _shown_outputs(chunks)  # orig never printed
+    sent = scripted_server.requests[1]["messages"]  # the next request shows the code that ran
+    text = str(sent)
+    assert "print('edited')" in text and "print('orig')" not in text
+    assert visible_outputs(scripted_server.requests[1]) == ["edited"]
+    i = next(k for k, m in enumerate(sent) if m["role"] == "assistant" and "print('edited')" in str(m["content"]))
+    assert sent[i + 1]["role"] == "user" and sent[i + 1]["content"].rstrip("\n").endswith("edited")
+
+
+def test_br29a_safe_mode_scans_the_edited_code_before_it_runs(interp, scripted_server):
+    fresh(interp, auto_run=False)
+    scanned: list[str] = []
+
+    def scanner(language, code):
+        scanned.append(code)
+        return ["writes a file"] if "open(" in code else []
+
+    interp.safe_mode, interp.code_scanner = "ask", scanner
+    requests: list[ApprovalRequest] = []
+    edited = "open('x.txt', 'w').write('e'); print('edited')"
+
+    def handler(req):
+        requests.append(req)
+        return Approval(action="run", code=edited) if len(requests) == 1 else Approval(action="run")
+
+    interp.approval_handler = handler
+    scripted_server.reset([text_reply("```python\nprint('orig')\n```"), text_reply("DONE.")])
+    run_turn(interp)
+    assert scanned[:2] == ["print('orig')", edited]  # the edited code was scanned too
+    assert len(requests) == 2  # its findings asked again before it ran
+    assert requests[1].code == edited and requests[1].findings == ["writes a file"]
+    assert outputs(interp.messages) == ["edited"]
+
+
+def test_br29c_edit_without_changes_runs_the_original(interp, scripted_server):
+    fresh(interp, auto_run=False)
+    interp.approval_handler = _keyed_handler(["e", "y"], lambda path: None)
+    scripted_server.reset([text_reply("```python\nprint('orig')\n```"), text_reply("DONE.")])
+    run_turn(interp)
+    assert outputs(interp.messages) == ["orig"]
+    assert codes(interp.messages) == [("python", "print('orig')")]
+    assert visible_outputs(scripted_server.requests[1]) == ["orig"]
+
+
+def test_br29d_invalid_key_asks_again_until_y(interp, scripted_server):
+    fresh(interp, auto_run=False)
+    asked: list[str] = []
+    interp.approval_handler = _keyed_handler(["x", "x", "y"], shown=asked)
+    scripted_server.reset([text_reply("```python\nprint('orig')\n```"), text_reply("DONE.")])
+    chunks = run_turn(interp)
+    assert len(asked) == 3  # the prompt repeated for each invalid key
+    assert len([c for c in chunks if c.get("type") == "confirmation"]) == 3
+    assert outputs(interp.messages) == ["orig"]  # ran once, after y
+    # a handler that never gives a valid answer declines in the end (nothing runs)
+    fresh(interp, auto_run=False)
+    interp.approval_handler = lambda req: "x"
+    scripted_server.reset([text_reply("```python\nprint('orig')\n```")])
+    chunks = run_turn(interp)
+    assert not any(c.get("format") == "active_line" for c in chunks)
+    assert outputs(interp.messages)[0].startswith(DECLINED)
+
+
+# -- features not available yet, cost of the local model, outputs folder, secrets ------------
+
+
+@pytest.mark.parametrize("setting,value", [
+    ("safe_mode", "ask"), ("safe_mode", "auto"), ("sandbox", "read-only"), ("sandbox", "workspace-write"),
+    ("sandbox_network", "off"), ("add_dir", ["/tmp"]), ("harness", "claude"),
+])
+def test_api_refuses_features_not_available_yet(interp, scripted_server, setting, value):
+    from oitui.core.errors import NotAvailableYet, OituiError
+
+    setattr(interp, setting, value)
+    scripted_server.reset([text_reply("```python\nprint('ran')\n```")])
+    for stream in (False, True):
+        with pytest.raises(NotAvailableYet) as info:
+            interp.chat("go", stream=stream, display=False)
+        assert "not available yet" in str(info.value) and isinstance(info.value, OituiError)
+    assert scripted_server.requests == [] and interp.messages == []  # nothing sent, stored or run
+    fresh(interp)
+    assert interp.unavailable_reason() is None
+    for ok in (("sandbox", "auto"), ("sandbox", "off")):
+        setattr(interp, *ok)
+        assert interp.unavailable_reason() is None
+
+
+def test_local_model_cost_is_zero_not_unknown():
+    from oitui.core.llm import Llm
+
+    llm = Llm(model="local/smollm2-135m")
+    assert llm.prices() == (0.0, 0.0)
+    assert llm.cost(1000, 500) == 0.0
+    assert llm.price_unknown_note() is None
+    llm.check_budget(10_000, 0.0, 0.0)  # free: never over budget
+
+
+def test_html_goes_to_the_sessions_outputs_folder(interp, scripted_server, tmp_path):
+    from oitui.core.sessions import SessionStore
+
+    store = SessionStore(tmp_path / "sessions", outputs_dir=tmp_path / "outputs")
+    interp.session = store.create(model="openai/scripted", harness="native", cwd=str(tmp_path))
+    scripted_server.reset([text_reply("```html\n<p>hello page</p>\n```")])
+    run_turn(interp)
+    folder = tmp_path / "outputs" / interp.session.id
+    pages = list(folder.glob("*.html"))
+    assert len(pages) == 1 and "hello page" in pages[0].read_text()
+    assert str(pages[0]) in outputs(interp.messages)[0]  # the output names the file
+    interp.session = None
+    assert interp.computer.output_dir is None  # back to the default folder
+
+
+def test_known_key_values_are_redacted_from_stored_messages(interp, scripted_server, monkeypatch, tmp_path):
+    from oitui.core.sessions import SessionStore
+
+    secret = "sk-live-abcdef0123456789"
+    monkeypatch.setenv("ACME_API_KEY", secret)
+    store = SessionStore(tmp_path / "sessions")
+    interp.session = store.create(model="openai/scripted", harness="native", cwd=str(tmp_path))
+    code = "print('sk-live-' + 'abcdef0123456789')\nimport os\nprint(os.environ.get('ACME_API_KEY'))"
+    scripted_server.reset([text_reply(f"```python\n{code}\n```")])
+    run_turn(interp)
+    assert outputs(interp.messages) == ["[REDACTED]\nNone"]  # redacted; and not in the runtime's env
+    assert secret not in str(scripted_server.requests[1]["messages"])  # nor sent back to the model
+    assert secret not in interp.session.path.read_text()
+
+
+def test_jpeg_path_reaches_vision_model_as_jpeg(interp, scripted_server, tmp_path):
+    img = tmp_path / "photo 1.jpeg"
+    img.write_bytes(PNG_1x1)  # the bytes do not matter for the request shape
+    interp.llm.supports_vision = True
+    scripted_server.reset([text_reply("A photo.")])
+    interp.chat(f"What is in {str(img).replace(' ', chr(92) + ' ')}?", display=False)
+    user = [m for m in scripted_server.requests[0]["messages"] if m["role"] == "user"][-1]
+    urls = [p["image_url"]["url"] for p in user["content"] if p.get("type") == "image_url"]
+    assert urls == ["data:image/jpeg;base64," + base64.b64encode(PNG_1x1).decode()]
+    assert any(p.get("type") == "text" and "What is in" in p["text"] for p in user["content"])
+
+
+def test_br29a_function_mode_edit_replaces_the_call_arguments(interp, scripted_server):
+    fresh(interp, auto_run=False, function_calling=True)
+    interp.approval_handler = _keyed_handler(["e", "y"], _rewrite("print('edited')"))
+    scripted_server.reset([tool_reply(("call_1", "execute", '{"language": "python", "code": "print(\'orig\')"}')),
+                           text_reply("DONE.")])
+    chunks = run_turn(interp)
+    assert outputs(interp.messages) == ["edited"] and "orig" not in _shown_outputs(chunks)
+    sent = scripted_server.requests[1]["messages"]
+    call = [m for m in sent if m.get("tool_calls")][0]["tool_calls"][0]
+    assert call["id"] == "call_1"
+    assert json.loads(call["function"]["arguments"]) == {"language": "python", "code": "print('edited')"}
+    assert [(t["tool_call_id"], t["content"].strip()) for t in tool_messages(scripted_server.requests[1])] == [
+        ("call_1", "edited")]
+
+
+def test_configured_sandbox_request_is_refused_not_ignored(monkeypatch, tmp_path):
+    from oitui.core.errors import NotAvailableYet
+    from oitui.core.interpreter import make_configured_interpreter
+
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.toml").write_text('model = "openai/from-config"\nsandbox = "workspace-write"\n')
+    monkeypatch.setenv("OITUI_HOME", str(home))
+    interp = make_configured_interpreter()
+    assert interp.sandbox == "workspace-write"
+    with pytest.raises(NotAvailableYet):
+        interp.chat("go", display=False)
+    assert interp.messages == []
+    interp = make_configured_interpreter(environ={"OITUI_HOME": str(home), "OITUI_SANDBOX": "off"})
+    assert interp.sandbox == "off" and interp.unavailable_reason() is None

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 __all__ = ["launch", "child_env", "SECRET_ENV_NAMES"]
 
-#: Variables always removed from a runtime's environment (plus every ``*_API_KEY``).
+#: Variables always removed from a runtime's environment (plus every ``*_API_KEY`` and ``*_API_TOKEN``).
 SECRET_ENV_NAMES: frozenset[str] = frozenset(
     {
         "OPENAI_API_KEY",
@@ -33,14 +33,14 @@ SECRET_ENV_NAMES: frozenset[str] = frozenset(
 
 def _is_secret(name: str) -> bool:
     upper = name.upper()
-    return upper in SECRET_ENV_NAMES or upper.endswith("_API_KEY")
+    return upper in SECRET_ENV_NAMES or upper.endswith(("_API_KEY", "_API_TOKEN"))
 
 
 def child_env(env: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
     """Return a copy of ``env`` (default ``os.environ``) plus ``extra``, API keys removed.
 
-    Removed: the names in :data:`SECRET_ENV_NAMES` and every name ending in ``_API_KEY``
-    (case-insensitive), also when given in ``extra``.
+    Removed: the names in :data:`SECRET_ENV_NAMES` and every name ending in ``_API_KEY`` or
+    ``_API_TOKEN`` (case-insensitive), also when given in ``extra``.
     """
     base = dict(os.environ if env is None else env)
     base.update(extra)

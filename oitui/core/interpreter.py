@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from oitui.core.approval import Approval, ApprovalRequest
-from oitui.core.errors import LimitReached, ModelError
+from oitui.core.errors import LimitReached, ModelError, NotAvailableYet
 from oitui.core.llm import Llm, provider_of
 
 log = logging.getLogger("oitui.interpreter")
@@ -87,7 +87,17 @@ class OpenInterpreter:
       ``max_turns`` (50 model requests per user turn), ``max_retries_per_code_block`` (3),
       ``safe_mode`` ("off"), ``harness`` ("native"), ``highlight_active_line`` (True),
       ``python`` (the kernel's interpreter, None = this one), ``cwd``.
+    - ``sandbox`` ("auto"), ``sandbox_network`` ("on"), ``add_dir`` ([]): asking for a sandbox
+      (``read-only``/``workspace-write``, network off, extra folders) makes :meth:`chat` raise
+      ``NotAvailableYet`` until the sandbox lands: code never runs unsandboxed when a sandbox was
+      asked for. The same holds for ``safe_mode`` other than "off" without a ``code_scanner``,
+      and ``harness`` other than "native".
+    - ``output_dir``: where html pages and other files code makes go; None = ``outputs/<session
+      id>/`` under the oitui home when ``session`` is set, else the computer's default.
     - ``approval_handler(ApprovalRequest) -> Approval``; ``session`` (a sessions.Session or None).
+
+    Stored messages have the values of known API keys (``llm.api_key`` and every ``*_API_KEY``
+    environment variable, 8 characters or longer) replaced by ``[REDACTED]``.
     """
 
     def __init__(self, **settings: Any) -> None:
@@ -109,14 +119,17 @@ class OpenInterpreter:
         self.max_retries_per_code_block: int | None = 3
         self.safe_mode = "off"
         self.harness = "native"
+        self.sandbox = "auto"
+        self.sandbox_network = "on"
+        self.add_dir: list[str] = []
         self._highlight_active_line = True
         self._python: str | None = None
         self._cwd: str | None = None
-        self.output_dir: str | None = None
+        self._output_dir: str | None = None
         self.disabled_languages: list[str] = []
         #: the safety layer's seam: ``code_scanner(language, code) -> list of findings`` (None = no scan)
         self.code_scanner: Callable[[str, str], list] | None = None
-        self.session = None
+        self._session = None
         self.model_reason: str | None = None  # why this model was chosen (make_configured_interpreter)
         self.approval_handler: Callable[[ApprovalRequest], Approval] = default_approval_handler(self)
         self._always_languages: set[str] = set()
@@ -140,9 +153,72 @@ class OpenInterpreter:
         if self._computer is None:
             from oitui.computer import Computer
 
-            self._computer = Computer(python=self._python, cwd=self._cwd, output_dir=self.output_dir,
+            self._computer = Computer(python=self._python, cwd=self._cwd, output_dir=self._effective_output_dir(),
                                       highlight_active_line=self._highlight_active_line)
         return self._computer
+
+    # -- session and output folder -------------------------------------------------------------
+    @property
+    def session(self):
+        """The ``oitui.core.sessions.Session`` every stored message is appended to (or None).
+        Setting it also points the computer's output folder at ``outputs/<session id>/``
+        (unless ``output_dir`` was set explicitly)."""
+        return self._session
+
+    @session.setter
+    def session(self, value) -> None:
+        self._session = value
+        self._sync("output_dir", self._effective_output_dir())
+
+    @property
+    def output_dir(self) -> str | None:
+        """The folder for html pages and other files code makes (None = automatic: ``outputs/<session
+        id>/`` when a session is set, else the computer's default ``outputs/computer``)."""
+        return self._output_dir
+
+    @output_dir.setter
+    def output_dir(self, value) -> None:
+        self._output_dir = os.fspath(value) if value else None
+        self._sync("output_dir", self._effective_output_dir())
+
+    def _effective_output_dir(self) -> str | None:
+        if self._output_dir:
+            return self._output_dir
+        session = self._session
+        sid = getattr(session, "id", None) if session is not None else None
+        if not sid:
+            return None
+        base = getattr(getattr(session, "_store", None), "outputs_dir", None)
+        if base is None:
+            try:
+                from oitui.core.settings import paths
+
+                base = paths().outputs_dir
+            except Exception as e:  # pragma: no cover - a broken home falls back to the default
+                log.debug("no outputs folder: %s", e)
+                return None
+        return os.path.join(os.fspath(base), str(sid))
+
+    # -- features not available yet --------------------------------------------------------------
+    def unavailable_reason(self) -> str | None:
+        """Why this configuration asks for something that has not landed yet, or None.
+
+        A sandbox explicitly asked for (``sandbox`` "read-only"/"workspace-write",
+        ``sandbox_network`` "off", ``add_dir``), ``safe_mode`` other than "off" with no
+        ``code_scanner`` plugged in, or a ``harness`` other than "native"."""
+        sandbox = str(self.sandbox or "auto")
+        if sandbox not in ("auto", "off"):
+            return (f"sandbox {sandbox!r}: sandboxing is not available yet "
+                    "(code will not run unsandboxed when a sandbox was asked for)")
+        if str(self.sandbox_network or "on") == "off":
+            return "sandbox_network 'off': sandboxing is not available yet"
+        if self.add_dir:
+            return "add_dir: sandboxing is not available yet"
+        if str(self.safe_mode or "off") != "off" and self.code_scanner is None:
+            return f"safe_mode {self.safe_mode!r}: safe mode is not available yet"
+        if str(self.harness or "native") != "native":
+            return f"harness {self.harness!r}: harnesses other than native are not available yet"
+        return None
 
     @computer.setter
     def computer(self, value) -> None:
@@ -261,6 +337,9 @@ class OpenInterpreter:
         if msg.get("type") in ("confirmation",) or msg.get("format") in ("active_line", "input_request"):
             return
         msg = {k: v for k, v in msg.items() if k not in ("start", "end")}
+        secrets = self._secrets()
+        if secrets:
+            msg = _redact(msg, secrets)
         with self._lock:
             self.messages.append(msg)
             if self.session is not None:
@@ -268,6 +347,16 @@ class OpenInterpreter:
                     self.session.append(msg)
                 except Exception as e:  # a full disk must not kill the turn
                     log.warning("could not save the message to the session: %s", e)
+
+    def _secrets(self) -> list[str]:
+        """Known API key values (longest first) to redact from stored messages."""
+        found = set()
+        if isinstance(self.llm.api_key, str) and len(self.llm.api_key) >= 8:
+            found.add(self.llm.api_key)
+        for k, v in os.environ.items():
+            if v and len(v) >= 8 and (k.upper().endswith("_API_KEY") or k.upper().endswith("_API_TOKEN")):
+                found.add(v)
+        return sorted(found, key=len, reverse=True)
 
     def _history_for_model(self) -> list[dict]:
         """Stored messages with the compacted prefix replaced by its summary."""
@@ -427,8 +516,13 @@ class OpenInterpreter:
         otherwise runs to the end and returns the new messages stored after the user's.
         ``display=True`` prints the conversation in the terminal (rich; plain when not a TTY).
         Raises ModelError (the model failed for good) or LimitReached (budget, max_turns,
-        retries) after leaving ``messages`` consistent.
+        retries) after leaving ``messages`` consistent; raises NotAvailableYet at once (nothing
+        stored, nothing run) when a feature that has not landed was asked for
+        (:meth:`unavailable_reason`).
         """
+        reason = self.unavailable_reason()
+        if reason:
+            raise NotAvailableYet(reason)
         if stream:
             return self._chat_stream(message, display)
         for _ in self._chat_stream(message, display):
@@ -471,6 +565,23 @@ class OpenInterpreter:
                                              cost=self.metrics["cost"])
                 except Exception as e:
                     log.debug("session meta update failed: %s", e)
+
+
+REDACTED = "[REDACTED]"
+
+
+def _redact(obj: Any, secrets: list[str]) -> Any:
+    """A copy of ``obj`` (str / dict / list, nested) with each secret value replaced by ``[REDACTED]``."""
+    if isinstance(obj, str):
+        for v in secrets:
+            if v in obj:
+                obj = obj.replace(v, REDACTED)
+        return obj
+    if isinstance(obj, dict):
+        return {k: _redact(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_redact(v, secrets) for v in obj]
+    return obj
 
 
 def make_configured_interpreter(profile: str | None = None, overrides: dict | None = None,

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +38,9 @@ log = logging.getLogger("oitui.llm")
 
 _litellm = None
 _litellm_lock = threading.Lock()
+
+#: How :meth:`Llm.stream` waits between retries (seconds); a module global so tests can record it.
+_sleep = time.sleep
 
 #: Which environment variable holds the key for a provider prefix (first word of the model).
 KEY_ENV = {
@@ -64,15 +69,39 @@ def get_litellm():
         with _litellm_lock:
             if _litellm is None:
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                configure_litellm_logging(_verbose_logging)  # levels first: the import logs too
                 import litellm  # noqa: PLC0415 - heavy, lazy on purpose
 
                 litellm.drop_params = True
                 litellm.suppress_debug_info = True
                 litellm.telemetry = False
-                for name in ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "httpx"):
-                    logging.getLogger(name).setLevel(logging.ERROR)
                 _litellm = litellm
+                configure_litellm_logging(_verbose_logging)
     return _litellm
+
+
+_verbose_logging = False
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router")
+
+
+def configure_litellm_logging(verbose: bool) -> None:
+    """Route litellm's log records to the root logger (our log file) instead of litellm's own
+    handler, which writes INFO records to *stdout* (that would corrupt ``--output-format json``
+    and the TUI's screen). ``verbose``: INFO records are kept (``--verbose``), else ERROR only.
+    Applies now when litellm is imported, else at its import."""
+    global _verbose_logging
+    _verbose_logging = bool(verbose)
+    level = logging.INFO if verbose else logging.ERROR
+    logging.getLogger("httpx").setLevel(level)
+    imported = "litellm" in sys.modules
+    for name in _LITELLM_LOGGERS:
+        lg = logging.getLogger(name)
+        lg.setLevel(level)
+        if imported:
+            for h in lg.handlers[:]:
+                if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler):
+                    lg.removeHandler(h)
+            lg.propagate = True
 
 
 def provider_of(model: str | None) -> str | None:
@@ -167,7 +196,10 @@ class Llm:
         return int(info.get("max_input_tokens") or info.get("max_tokens") or 8000)
 
     def prices(self) -> tuple[float, float] | None:
-        """(input USD per token, output USD per token), or None when the price is unknown."""
+        """(input USD per token, output USD per token), or None when the price is unknown.
+        The embedded model (``local/...``) runs on this machine and costs nothing: (0.0, 0.0)."""
+        if self.model and self.model.startswith("local/"):
+            return 0.0, 0.0
         info = self._info()
         inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
         if inp is None or out is None:
@@ -255,12 +287,14 @@ class Llm:
                     except Exception:
                         pass
 
-    def stream(self, messages: list[dict], tools: list[dict] | None = None, *, sleep=time.sleep) -> Iterator[dict]:
+    def stream(self, messages: list[dict], tools: list[dict] | None = None, *, sleep=None) -> Iterator[dict]:
         """Run one streaming completion; yield normalized deltas (see the module docstring).
 
-        ``messages`` are OpenAI chat messages; ``tools`` OpenAI tool schemas (None in text mode).
+        ``messages`` are OpenAI chat messages; ``tools`` OpenAI tool schemas (None in text mode);
+        ``sleep(seconds)`` waits between retries (default ``time.sleep``).
         Raises ModelError (``.mid_stream`` True when some deltas were already yielded).
         """
+        sleep = sleep or _sleep
         self._closed.clear()
         if self.model and self.model.startswith("local/"):
             try:
@@ -371,6 +405,10 @@ def _classify(e: Exception, model: str | None) -> ModelError:
     names = {c.__name__ for c in type(e).__mro__}
     text = str(e).strip().splitlines()[0] if str(e).strip() else name
     text = text.replace("litellm.", "")
+    # litellm repeats the class name ("InternalServerError: InternalServerError: ..."): keep one
+    text = re.sub(r"^(\w+: )(?:\1)+", r"\1", text)
+    if text.startswith(name + ": ") and len(text) > len(name) + 2:
+        text = text[len(name) + 2:]  # the class name is said once, below
     if len(text) > 300:
         text = text[:300] + "..."
     provider = provider_of(model)

@@ -190,7 +190,8 @@ def _check_language(interp: "OpenInterpreter", tag: str | None, code: str) -> tu
     except Exception as e:  # pragma: no cover - defensive
         ok, why = False, str(e)
     if not ok:
-        return lang, f"`{lang}` is not available on this machine ({why}); available: {supported}."
+        # DESIGN.md's one-message form (the same text the computer gives)
+        return lang, f"`{lang}` is not available on this machine ({why}); available: {supported}"
     return lang, None
 
 
@@ -471,40 +472,86 @@ def _show(runs: RunTracker, msg: dict) -> Iterator[dict]:
     yield from runs.close()
 
 
+#: How many times an invalid answer from the approval handler is asked again before declining.
+MAX_INVALID_ANSWERS = 5
+
+_ANSWERS = {"run": "run", "y": "run", "yes": "run", "decline": "decline", "n": "decline", "no": "decline",
+            "always": "always", "a": "always"}
+
+
+def _as_approval(answer: Any) -> Approval | None:
+    """The handler's answer as an Approval, or None when it is not a valid answer (ask again).
+    Accepts an Approval, a bool, None (no answer: decline), or one of "run/y/yes",
+    "decline/n/no", "always/a"."""
+    if answer is None:
+        return Approval(action="decline")
+    if isinstance(answer, bool):
+        return Approval(action="run" if answer else "decline")
+    if isinstance(answer, str):
+        action = _ANSWERS.get(answer.strip().lower())
+        return Approval(action=action) if action else None
+    if isinstance(answer, Approval) and answer.action in ("run", "decline", "always"):
+        return answer
+    return None
+
+
+def _scan(interp: "OpenInterpreter", language: str | None, code: str | None) -> list:
+    scanner = getattr(interp, "code_scanner", None)
+    if scanner is None or (interp.safe_mode or "off") == "off":
+        return []
+    try:
+        return list(scanner(language, code) or [])
+    except Exception as e:
+        log.warning("code scanner failed: %s", e)
+        return [f"the scan failed: {e}"]
+
+
 def _approve(interp: "OpenInterpreter", b: _Block) -> Iterator[dict]:
     """Yield the confirmation chunk (when asking) and return the Approval (generator return).
 
     With ``interp.code_scanner`` set (the safety layer's seam: ``scanner(language, code) ->
     list of findings``) and ``safe_mode`` not "off", the code is scanned first; findings are
     put in the request and make it ask even when auto-run is on or the language was "always"
-    approved."""
-    findings: list = []
-    scanner = getattr(interp, "code_scanner", None)
-    if scanner is not None and (interp.safe_mode or "off") != "off":
-        try:
-            findings = list(scanner(b.language, b.code) or [])
-        except Exception as e:
-            log.warning("code scanner failed: %s", e)
-            findings = [f"the scan failed: {e}"]
+    approved. An answer that runs *edited* code has the edited code scanned too: findings in it
+    ask again (with the edited code and its findings) before anything runs. An invalid answer
+    (not an Approval/bool/known word) asks again, up to ``MAX_INVALID_ANSWERS`` times, then
+    declines. A handler that raises declines with the reason."""
+    findings = _scan(interp, b.language, b.code)
     if not findings and (interp.auto_run or (b.language in interp._always_languages)):
         return Approval(action="run")
-    content = dict(b.message or {"role": "assistant", "type": "code", "format": b.language, "content": b.code})
-    yield {"role": "computer", "type": "confirmation", "format": "execution", "content": content}
-    req = ApprovalRequest(kind="code", language=b.language, tool=EXECUTE_TOOL_NAME if b.call_id else None,
-                          code=b.code, arguments={"language": b.language, "code": b.code} if b.call_id else None,
-                          findings=findings, scope=f"all {b.language} code this session", call_id=b.call_id)
-    try:
-        answer = interp.approval_handler(req)
-    except Exception as e:
-        log.warning("approval handler failed: %s", e)
-        return Approval(action="decline", reason=f"(the approval prompt failed: {e})")
-    if isinstance(answer, bool):
-        return Approval(action="run" if answer else "decline")
-    if isinstance(answer, str):
-        answer = Approval(action=answer if answer in ("run", "decline", "always") else "decline")
-    if not isinstance(answer, Approval) or answer.action not in ("run", "decline", "always"):
-        return Approval(action="decline")
-    return answer
+    code = b.code
+    invalid = 0
+    edits = 0
+    while True:
+        content = dict(b.message or {"role": "assistant", "type": "code", "format": b.language, "content": code})
+        content["content"] = code
+        yield {"role": "computer", "type": "confirmation", "format": "execution", "content": content}
+        req = ApprovalRequest(kind="code", language=b.language, tool=EXECUTE_TOOL_NAME if b.call_id else None,
+                              code=code, arguments={"language": b.language, "code": code} if b.call_id else None,
+                              findings=findings, scope=f"all {b.language} code this session", call_id=b.call_id)
+        try:
+            answer = interp.approval_handler(req)
+        except Exception as e:
+            log.warning("approval handler failed: %s", e)
+            return Approval(action="decline", reason=f"(the approval prompt failed: {e})")
+        approval = _as_approval(answer)
+        if approval is None:
+            invalid += 1
+            if invalid >= MAX_INVALID_ANSWERS or interp._stop_requested():
+                return Approval(action="decline", reason="(no valid answer was given)")
+            continue
+        if approval.action != "decline" and approval.code is not None and approval.code != code:
+            new_findings = _scan(interp, b.language, approval.code)
+            if new_findings:
+                # the edited code is scanned before it may run: ask again about it (its
+                # findings shown); code with findings never runs without being asked about
+                if edits >= MAX_INVALID_ANSWERS:
+                    return Approval(action="decline", reason="(the edited code still had findings)")
+                code, findings, edits = approval.code, new_findings, edits + 1
+                continue
+        if approval.code is None and code != b.code:
+            approval = Approval(action=approval.action, code=code, reason=approval.reason)
+        return approval
 
 
 def _execute(interp: "OpenInterpreter", b: _Block, runs: RunTracker, results: list[dict]) -> Iterator[dict]:

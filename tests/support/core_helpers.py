@@ -9,7 +9,11 @@ from oitui.core.interpreter import OpenInterpreter
 
 def make_interpreter(server, cwd: str, *, function_calling: bool = False) -> OpenInterpreter:
     """An OpenInterpreter talking to ``server`` (model ``openai/scripted``), auto-run on,
-    fast retry backoff, code running in ``cwd``."""
+    fast retry backoff, code running in ``cwd``. litellm is imported here, so tests that time a
+    turn do not pay for the import."""
+    from oitui.core.llm import get_litellm
+
+    get_litellm()
     interp = OpenInterpreter()
     interp.llm.model = "openai/scripted"
     interp.llm.api_base = server.url
@@ -39,7 +43,14 @@ def fresh(interp: OpenInterpreter, *, function_calling: bool = False, auto_run: 
     interp.max_retries_per_code_block = 3
     interp.offline = False
     interp.safe_mode = "off"
+    interp.sandbox = "auto"
+    interp.sandbox_network = "on"
+    interp.add_dir = []
+    interp.harness = "native"
     interp.code_scanner = None
+    interp.session = None
+    interp.output_dir = None
+    interp.highlight_active_line = True
     from oitui.core.interpreter import default_approval_handler
 
     interp.approval_handler = default_approval_handler(interp)
@@ -94,3 +105,25 @@ def check_runs(chunks: list[dict]) -> None:
         else:
             assert open_run == key, f"content chunk {c} outside its run ({open_run})"
     assert open_run is None, f"run {open_run} never closed"
+
+
+CODE_OUTPUT_PREFIX = "Code output:\n"
+
+
+def visible_outputs(request: dict) -> list[str]:
+    """Model-visible code outputs of a recorded request body, in order (text mode: the user
+    messages carrying ``Code output:``; function mode: the ``tool`` messages), one trailing
+    newline stripped."""
+    out = []
+    for m in request["messages"]:
+        content = m.get("content")
+        if not isinstance(content, str):
+            continue
+        if m.get("role") == "tool":
+            text = content
+        elif m.get("role") == "user" and content.startswith(CODE_OUTPUT_PREFIX):
+            text = content[len(CODE_OUTPUT_PREFIX):]
+        else:
+            continue
+        out.append(text[:-1] if text.endswith("\n") else text)
+    return out
