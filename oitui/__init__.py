@@ -6,7 +6,8 @@ it is used. The public names are resolved lazily (PEP 562 module ``__getattr__``
 - ``interpreter``: a ready :class:`OpenInterpreter` with ``config.toml`` and the environment applied.
 - ``OpenInterpreter``: the engine class; ``OpenInterpreter()`` starts from defaults only.
 - ``ApprovalRequest`` / ``Approval``: the shapes the approval handler takes and returns.
-- ``OituiError``, ``ModelError``, ``LimitReached``, ``ConfigError``: the errors the API raises.
+- ``OituiError``, ``ModelError``, ``LimitReached``, ``ConfigError``, ``NotAvailableYet``: the errors
+  the API raises.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "ModelError",
     "LimitReached",
     "ConfigError",
+    "NotAvailableYet",
 ]
 
 _interpreter = None
@@ -30,7 +32,7 @@ _interpreter = None
 
 def __getattr__(name: str):
     global _interpreter
-    if name in ("OituiError", "ModelError", "LimitReached", "ConfigError"):
+    if name in ("OituiError", "ModelError", "LimitReached", "ConfigError", "NotAvailableYet"):
         from oitui.core import errors
 
         return getattr(errors, name)
