@@ -93,3 +93,19 @@ def test_doctor_reports_each_check(capsys):
     else:
         return
     assert "fix:" in out
+
+
+def test_ollama_host_reaches_the_request(monkeypatch):
+    """OLLAMA_HOST (what the Ollama CLI reads) sets the endpoint of `ollama/NAME` models."""
+    from oitui.core.llm import Llm
+
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:11500")
+    llm = Llm()
+    llm.model = "ollama/qwen2.5-coder"
+    assert llm._kwargs([{"role": "user", "content": "hi"}], None)["api_base"] == "http://127.0.0.1:11500"
+    llm.api_base = "http://10.0.0.2:9999/v1"
+    assert llm._kwargs([{"role": "user", "content": "hi"}], None)["api_base"] == "http://10.0.0.2:9999/v1"
+    llm.api_base = None
+    llm.model = "openai/gpt-4o"
+    assert "api_base" not in llm._kwargs([{"role": "user", "content": "hi"}], None)

@@ -250,8 +250,14 @@ class Llm:
             "max_retries": 0,
             "timeout": self.timeout,
         }
-        if self.api_base:
-            kw["api_base"] = self.api_base
+        api_base = self.api_base
+        if not api_base:
+            # Ollama's OLLAMA_HOST, LM Studio and vLLM defaults (litellm itself reads only OLLAMA_API_BASE)
+            from oitui.local.servers import resolve_api_base  # noqa: PLC0415
+
+            api_base = resolve_api_base(self.model, None)
+        if api_base:
+            kw["api_base"] = api_base
         if self.api_key:
             kw["api_key"] = self.api_key
         if self.max_tokens:
