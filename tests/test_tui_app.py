@@ -451,10 +451,16 @@ async def test_tui07_c_early_key_before_prompt(fresh):
         assert not app.approval_bar.display
         await pilot.press("n")  # before the prompt exists: goes into the input
         await wait_for(pilot, lambda: app.approval_bar.display, 20, "approval bar")
+        from oitui.tui.widgets.approval import ApprovalBar
+
+        pressed_at = time.monotonic() - app.approval_bar.shown_at
         await pilot.press("n")  # right after it appears: ignored (keys not live yet)
         await pilot.pause(0.1)
-        assert app.approval_bar.display and not app.approval_bar.reason.display
-        assert app.prompt.text == "n"
+        if pressed_at < ApprovalBar.ARM_DELAY - 0.1:  # a loaded machine may be later than that
+            assert app.approval_bar.display and not app.approval_bar.reason.display
+            assert app.prompt.text == "n"
+        else:
+            pytest.skip(f"the key reached the bar only {pressed_at:.2f}s after it appeared (machine busy)")
         await wait_status(pilot, app, "approval")
         assert app.console_pane.text() == "" and len(server.requests) == 1
         await pilot.press("y")
@@ -532,6 +538,15 @@ async def test_tui08_b_esc_kills_shell_child(fresh):
         await wait_status(pilot, app, "idle", timeout=10)
         await pilot.pause(0.3)
         assert "NOT-REACHED" not in app.console_pane.text()
+        assert "interrupted" in app.conversation.plain_text()  # the interrupt note
+        blocks = list(app.query("CodeBlock"))
+        assert blocks and blocks[-1].state == "interrupted"
+        # text mode: the interrupted output goes back to the model with the next message
+        server.script = [text_reply("after the interrupt")]
+        await send(pilot, "what happened?")
+        await wait_status(pilot, app, "idle")
+        seen = request_texts(server)
+        assert "START-" in seen and "NOT-REACHED" not in seen.replace("echo NOT-REACHED", "")
 
 
 async def test_tui08_d_esc_at_approval(fresh):
@@ -763,6 +778,8 @@ async def test_console_bounded_and_conversation_pruned():
 
     app = OituiApp(load_core=False)
     async with app.run_test(size=(100, 30)) as pilot:
+        assert not app.console_pane.is_mounted  # not on the first screen: mounted on first use
+        await app._ensure_panes()
         console = app.console_pane
         console.display = True
         console.write("".join(f"line {i}\n" for i in range(ConsolePane.MAX_LINES + 250)) + "\x1b[31mred")
@@ -931,3 +948,86 @@ async def test_paging_keys_scroll_conversation_from_input():
         await pilot.press("pagedown")
         await pilot.pause(0.2)
         assert conv.scroll_y > 0
+
+
+async def test_code_pane_follows_the_theme_and_the_choice_persists(fresh, oitui_home):
+    """The live code pane's TextArea theme and Pygments style follow the app theme
+    (themes.text_area_theme_for / code_theme_for), and ``/theme NAME`` is saved to config.toml."""
+    from oitui.core.settings import load_settings
+
+    server, interp = fresh
+    app = make_app(interp)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        await wait_for(pilot, lambda: "oitui-light" in app.available_themes, 20, "our themes registered")
+        await app.run_command("theme", "oitui-dark")
+        await pilot.pause(0.1)
+        await app._ensure_panes()  # mounted on first use (normally by the first turn)
+        await pilot.pause(0.1)
+        app.code_pane.begin("python")
+        app.code_pane.set_code("x = 1\nprint(x)\n")
+        await pilot.pause(0.1)
+        view = app.code_pane.view
+        assert view.theme == "vscode_dark" and app.code_pane.editor.theme == "vscode_dark"
+        view._highlighted()
+        assert view._cache_key[2] == "one-dark"
+        await app.run_command("theme", "oitui-light")
+        await pilot.pause(0.1)
+        assert app.theme == "oitui-light"
+        assert view.theme == "github_light" and app.code_pane.editor.theme == "github_light"
+        view._highlighted()
+        assert view._cache_key[2] == "friendly"
+    text = (oitui_home / "config.toml").read_text()
+    assert 'theme = "oitui-light"' in text
+    assert load_settings().get("theme") == "oitui-light"
+
+
+async def test_streaming_code_is_drawn_live_once_in_the_conversation():
+    """While a block streams, the live code pane follows every chunk but the conversation's copy
+    is highlighted only when the block is complete (not once per chunk)."""
+    from oitui.tui.app import OituiApp
+    from oitui.tui.messages import CoreChunk
+    from oitui.tui.widgets.conversation import CodeBlock
+
+    app = OituiApp(load_core=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.busy = True
+        app.post_message(CoreChunk({"role": "assistant", "type": "code", "format": "python", "start": True}))
+        for i in range(40):
+            app.post_message(CoreChunk({"role": "assistant", "type": "code", "format": "python",
+                                        "content": f"print({i})\n"}))
+            if i % 5 == 4:
+                await pilot.pause(0.05)  # several flushes (about 30 a second) while it streams
+        await pilot.pause(0.2)
+        block = app.query_one(CodeBlock)
+        assert "print(39)" in app.code_pane.view.text  # the live pane is up to date
+        assert block.code.endswith("print(39)\n")
+        assert block.renders <= 1  # only the empty block at mount
+        app.post_message(CoreChunk({"role": "assistant", "type": "code", "format": "python", "end": True}))
+        await pilot.pause(0.2)
+        assert block.renders == 2  # drawn once, complete
+
+
+async def test_tui06_c_large_paste_is_a_chip_sent_in_full(fresh):
+    """A paste over CHIP_CHARS shows as a chip at once and the whole text is sent on Enter."""
+    from textual import events
+
+    from oitui.tui.widgets.input_box import CHIP_CHARS
+
+    server, interp = fresh
+    server.script = [text_reply("got the big one")]
+    big = "".join(f"row {i:05d} " + "z" * 40 + "\r\n" for i in range(3000)) + "BIG-END"
+    assert len(big) > CHIP_CHARS
+    app = make_app(interp)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        started = time.monotonic()
+        app.prompt.post_message(events.Paste(big))
+        await pilot.pause(0.1)
+        assert app.prompt.text == "[paste #1: 3,001 lines, 153 KB]"  # CRLF counted as LF
+        assert time.monotonic() - started < 1.0
+        await type_text(pilot, " see above")
+        await pilot.press("enter")
+        await wait_status(pilot, app, "idle")
+        assert len(server.requests) == 1
+        assert last_user(server) == big.replace("\r\n", "\n") + " see above"

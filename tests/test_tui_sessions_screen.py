@@ -265,6 +265,9 @@ async def test_tui08_e_escape_closes_only_the_modal_while_a_turn_streams(oitui_h
             await pilot.press("ctrl+s")
             await pilot.pause(0.2)
             assert isinstance(app.screen, SessionBrowser)
+            await pilot.press("ctrl+s")  # inside the browser: no second browser on top
+            await pilot.pause(0.2)
+            assert sum(isinstance(s, SessionBrowser) for s in app.screen_stack) == 1
             await pilot.press("escape")
             await pilot.pause(0.1)
             assert not isinstance(app.screen, SessionBrowser)

@@ -69,6 +69,7 @@ def test_snapshot_idle_main_screen(snap_compare):
         assert app.prompt.placeholder.startswith("Ask oitui to do something")
         assert app.sidebar.display  # 120 columns: sidebar shown
         assert not app.code_pane.display and not app.approval_bar.display
+        assert not app.code_pane.is_mounted  # mounted on first use, not on the first screen
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 

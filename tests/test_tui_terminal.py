@@ -13,6 +13,7 @@ import io
 import os
 import signal
 import termios
+import time
 import tty
 
 import pytest
@@ -171,3 +172,45 @@ def test_copy_text_reports_failure_when_nothing_can_copy(monkeypatch):
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     app = _Host()  # not running: no driver, no terminal to write OSC 52 to
     assert copy_text(app, "x") is False
+
+
+def _paste_texts(events_: list) -> list[str]:
+    from textual import events
+
+    return [e.text for e in events_ if isinstance(e, events.Paste)]
+
+
+def _key_names(events_: list) -> list[str]:
+    from textual import events
+
+    return [e.key for e in events_ if isinstance(e, events.Key)]
+
+
+@pytest.mark.parametrize("cut", [1, 3, 7, 4096, 4099, 4101, 4103])
+def test_fast_paste_feeder_matches_textual_for_any_read_split(cut):
+    """TUI-06 C: the bracketed paste fast path gives the same events as Textual's own parser,
+    wherever the reads split the stream (inside the end marker too)."""
+    from textual._xterm_parser import XTermParser
+
+    body = "".join(f"line {i:04d}\ty 漢字 🚀\r\n" for i in range(300)) + "PASTE-END\x00"
+    stream = ("a" + "\x1b[200~" + body + "\x1b[201~" + "b").encode("utf-8")
+    reference = list(XTermParser(False).feed(stream.decode("utf-8")))
+    chunks = [stream[i : i + cut] for i in range(0, len(stream), cut)]
+    got = decode_and_parse(chunks)
+    assert _paste_texts(got) == _paste_texts(reference) == [body.replace("\x00", "")]
+    assert _key_names(got) == _key_names(reference) == ["a", "b"]
+
+
+def test_fast_paste_feeder_is_fast_for_2_mb():
+    from oitui.tui.terminal import FastPasteFeeder
+    from textual._xterm_parser import XTermParser
+
+    body = "x" * 99 + "\n"
+    data = "\x1b[200~" + body * 21_000 + "\x1b[201~"
+    feeder = FastPasteFeeder(XTermParser(False))
+    started = time.perf_counter()
+    out = []
+    for i in range(0, len(data), 4096):
+        out.extend(feeder.feed(data[i : i + 4096]))
+    assert time.perf_counter() - started < 0.5
+    assert _paste_texts(out) == [body * 21_000]

@@ -31,7 +31,13 @@ Documented behaviours (the TUI cases test them):
   paragraph breaks so streaming stays cheap.
 - ``/save`` writes ``{"lmc_version": 1, "messages": [...]}``; ``/load`` also takes Open
   Interpreter's plain message list. ``/export`` writes ``oitui-<session id>.<fmt>`` in the cwd.
-- A paste over 5,000,000 characters is refused with a notice; ``@path`` attaches a file.
+- A paste over 100,000 characters shows as a chip (``[paste #1: 21,001 lines, 2.0 MB]``) and is
+  sent in full; over 5,000,000 characters it is refused with a notice; ``@path`` attaches a file.
+- Printable keys pressed while the conversation has the focus (after a click or a mouse
+  selection) go to the input box.
+- Start-up: the code pane, console and approval bar are mounted on first use (not on the first
+  screen); themes, the core and litellm load in daemon threads after the first frame, so ctrl+q
+  never waits for them.
 """
 
 from __future__ import annotations
@@ -203,12 +209,15 @@ class OituiApp(App[int]):
         self.approval_bar = ApprovalBar(id="approval-bar")
         self.prompt = PromptInput(id="prompt")
         self.sidebar = Sidebar(id="sidebar")
+        # The code pane, console and approval bar are mounted on first use (_ensure_panes):
+        # they are hidden on the first screen, and composing them (three TextAreas) cost about
+        # 40 ms of the first frame.
+        self._panes_mounted = False
+        for pane in (self.code_pane, self.console_pane, self.approval_bar):
+            pane.display = False
         with Horizontal(id="body"):
             with Vertical(id="main"):
                 yield self.conversation
-                yield self.code_pane
-                yield self.console_pane
-                yield self.approval_bar
                 yield Static("", id="queued-note", markup=False)
                 yield Static("", id="completions", markup=False)
                 yield self.prompt
@@ -217,10 +226,18 @@ class OituiApp(App[int]):
             yield Static("idle", id="status", markup=False)
             yield Static(HINTS, id="hints", markup=False)
 
+    async def _ensure_panes(self) -> None:
+        """Mount the code pane, console pane and approval bar (hidden) above the queued-note
+        line, once; every path that shows one of them awaits this first."""
+        if self._panes_mounted:
+            return
+        self._panes_mounted = True
+        for pane in (self.code_pane, self.console_pane, self.approval_bar):
+            pane.display = False
+        await self.query_one("#main").mount(self.code_pane, self.console_pane, self.approval_bar,
+                                            before=self.query_one("#queued-note"))
+
     def on_mount(self) -> None:
-        self.code_pane.display = False
-        self.console_pane.display = False
-        self.approval_bar.display = False
         self.query_one("#queued-note").display = False
         self.query_one("#completions").display = False
         self.prompt.completer = slash.complete
@@ -239,15 +256,38 @@ class OituiApp(App[int]):
             pass
         self.call_after_refresh(self._mark_first_frame)
 
-    @work(thread=True, exit_on_error=False, group="themes")
     def _theme_loader(self) -> None:
-        """Parse our theme files off the UI thread (after the first frame), then register them."""
+        """Parse our theme files off the UI thread (after the first frame), then register them.
+        Runs in a daemon thread (see :meth:`_start_background`)."""
         try:
             from oitui.tui.themes import load_themes
         except ImportError:
             return
         themes, errors = load_themes()
-        self.call_from_thread(self._register_themes, themes, errors)
+        if self.is_running:
+            try:
+                self.call_from_thread(self._register_themes, themes, errors)
+            except RuntimeError:  # the app closed meanwhile
+                pass
+
+    def _start_background(self, target: Any, name: str) -> threading.Thread:
+        """Run ``target()`` in a *daemon* thread and return the thread.
+
+        The background loads (themes, the core, warming litellm: seconds of imports) must never
+        hold the exit: Textual thread workers run in asyncio's default executor, which
+        ``asyncio.run`` joins on shutdown, so ctrl+q pressed while litellm loads waited for the
+        import (5 s). A daemon thread is simply abandoned once the session is saved.
+        """
+
+        def guarded() -> None:
+            try:
+                target()
+            except Exception as exc:  # noqa: BLE001 - shown, never fatal
+                self.core_error = self.core_error or _one_line(exc)
+
+        thread = threading.Thread(target=guarded, name=name, daemon=True)
+        thread.start()
+        return thread
 
     def _register_themes(self, themes: list, errors: list[str]) -> None:
         names = []
@@ -269,9 +309,9 @@ class OituiApp(App[int]):
         if self.first_frame_at is not None:
             return
         self.first_frame_at = time.monotonic()
-        self._theme_loader()
+        self._start_background(self._theme_loader, "oitui-themes")
         if self._load_core:
-            self._loader()
+            self._start_background(self._loader, "oitui-loader")
 
     def on_resize(self, event) -> None:
         self._apply_width(event.size.width)
@@ -303,8 +343,9 @@ class OituiApp(App[int]):
 
     # ------------------------------------------------------------------ background loading
 
-    @work(thread=True, exit_on_error=False, group="loader")
     def _loader(self) -> None:
+        """Load settings, the interpreter, the model choice and the session, then warm litellm
+        (runs in a daemon thread after the first frame; every step's state goes to the sidebar)."""
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         info: dict[str, Any] = {"notes": []}
         interp = self.interp
@@ -532,6 +573,7 @@ class OituiApp(App[int]):
         self.call_later(self._start_turn, text)
 
     async def _start_turn(self, text: str) -> None:
+        await self._ensure_panes()
         await self._finish_streams()
         self._cur_block = None
         await self.conversation.add(UserMessage(text))
@@ -604,6 +646,7 @@ class OituiApp(App[int]):
             return
         self._flushing = True
         try:
+            await self._ensure_panes()
             while self._pending:
                 chunks, self._pending = self._pending, []
                 for chunk in _coalesce(chunks):
@@ -667,8 +710,12 @@ class OituiApp(App[int]):
                 self.set_status("streaming")
             if isinstance(content, str) and content:
                 self._code_text += content
-                self._cur_block.set_code(self._code_text)
+                # the live pane shows the block as it streams; the conversation's copy is drawn
+                # once the block is complete (not on every chunk)
+                self._cur_block.set_code(self._code_text, live=True)
                 self.code_pane.set_code(self._code_text)
+            if end and self._cur_block is not None:
+                self._cur_block.flush_code()
         elif role == "assistant" and ctype == "tool_call":
             if start or content:
                 await self._finish_streams()
@@ -853,6 +900,7 @@ class OituiApp(App[int]):
                     return Approval("decline", reason="the app was closed")
 
     async def on_approval_requested(self, msg: ApprovalRequested) -> None:
+        await self._ensure_panes()
         await self._flush_now()
         await self._finish_streams()
         if self._stop_event.is_set():
@@ -955,6 +1003,8 @@ class OituiApp(App[int]):
             self._approval_future.set_result(Approval("decline", reason="interrupted by the user"))
         self._approval_future = None
         self._approval_request = None
+        if not self._panes_mounted:
+            return
         if self.code_pane.editor.display:
             self.code_pane.end_edit()
         had_focus = self.focused is not None and (self.focused is self.approval_bar or self.focused.parent is self.approval_bar
@@ -978,6 +1028,14 @@ class OituiApp(App[int]):
             return
         if self.busy:
             self.action_interrupt()
+
+    def on_key(self, event) -> None:
+        """Typing while the conversation has the focus (after a click or a mouse selection)
+        goes to the input box instead of being lost."""
+        if self.focused is self.conversation and event.is_printable and event.character:
+            event.stop()
+            self.prompt.focus()
+            self.prompt.insert(event.character)
 
     def action_interrupt(self) -> None:
         """Stop the model stream or the running code (the app and the kernel survive)."""
@@ -1267,6 +1325,8 @@ class OituiApp(App[int]):
         except ImportError:
             self.notify("the session browser is not available yet", severity="warning")
             return
+        if any(isinstance(screen, SessionBrowser) for screen in self.screen_stack):
+            return  # ctrl+s (or /sessions) inside the browser: it is already open
 
         async def resume(session_id: str | None) -> None:
             if not session_id:
@@ -1336,7 +1396,8 @@ class OituiApp(App[int]):
         try:
             for block in self.query(CodeBlock):
                 block._render_code()
-            self.code_pane.view.show(self.code_pane.code, self.code_pane.language)
+            if self._panes_mounted:
+                self.code_pane.apply_theme()
         except Exception:  # noqa: BLE001
             pass
 
@@ -1396,6 +1457,9 @@ class OituiApp(App[int]):
         self.action_quit_app()
 
     def _clear_panes(self) -> None:
+        self._cur_block = None
+        if not self._panes_mounted:
+            return
         self.console_pane.clear()
         self.console_pane.display = False
         self.code_pane.display = False
@@ -1446,6 +1510,7 @@ class OituiApp(App[int]):
         self.call_later(self._start_shell, command)
 
     async def _start_shell(self, command: str) -> None:
+        await self._ensure_panes()
         self._cur_block = await self.conversation.add(CodeBlock("shell", command))
         self._cur_block.set_state("running")
         self.code_pane.begin("shell")

@@ -223,16 +223,20 @@ class TmuxPane:
         """Send raw bytes (``send-keys -H 1b 5b 4d``), e.g. stray mouse reports."""
         self.tmux("send-keys", "-t", self.target, "-H", *hex_bytes)
 
-    def paste(self, text: str, bracketed: bool = True) -> None:
+    def paste(self, text: str, bracketed: bool = True, lf_to_cr: bool = False) -> None:
         """Paste ``text`` (exact bytes, UTF-8) through a tmux buffer.
 
         ``bracketed``: ``paste-buffer -p``, which wraps it in bracketed-paste markers only when the
-        app turned mode 2004 on; False pastes it raw. LF stays LF (``-r``).
+        app turned mode 2004 on; False pastes it raw. LF stays LF (``-r``) unless ``lf_to_cr``:
+        then tmux sends each LF as CR, as a terminal does when text is pasted without markers
+        (each line end then looks like the Enter key).
         """
         path = self.dir / f"paste-{uuid.uuid4().hex[:6]}.txt"
         path.write_bytes(text.encode("utf-8"))
         self.tmux("load-buffer", "-b", "oitui-paste", str(path))
-        args = ["paste-buffer", "-t", self.target, "-b", "oitui-paste", "-r", "-d"]
+        args = ["paste-buffer", "-t", self.target, "-b", "oitui-paste", "-d"]
+        if not lf_to_cr:
+            args.append("-r")
         if bracketed:
             args.insert(1, "-p")
         self.tmux(*args)

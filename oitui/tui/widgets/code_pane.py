@@ -21,6 +21,31 @@ from oitui.tui.widgets.conversation import _lexer, code_theme
 ACTIVE_LINE_STYLE = Style(bgcolor="#5f5f00", bold=True)
 
 
+def text_area_theme(app) -> str:
+    """The ``TextArea`` theme (monokai, vscode_dark, github_light, …) that suits ``app``'s current
+    Textual theme, from :func:`oitui.tui.themes.text_area_theme_for`; "css" if that fails."""
+    theme = getattr(app, "theme", "") or ""
+    dark = getattr(getattr(app, "current_theme", None), "dark", None)
+    try:
+        from oitui.tui.themes import text_area_theme_for
+
+        return text_area_theme_for(theme, dark)
+    except Exception:  # noqa: BLE001 - the app's own CSS colours still work
+        return "css"
+
+
+def follow_app_theme(area: TextArea) -> None:
+    """Give ``area`` the TextArea theme matching its app's theme (no-op when unchanged/unmounted)."""
+    try:
+        wanted = text_area_theme(area.app)
+    except Exception:  # noqa: BLE001 - no active app
+        return
+    if wanted not in area.available_themes:
+        wanted = "css"
+    if area.theme != wanted:
+        area.theme = wanted
+
+
 class CodeView(TextArea):
     """A read-only TextArea that highlights code with Pygments and marks ``active_line``.
 
@@ -35,6 +60,9 @@ class CodeView(TextArea):
         self.code_language = "text"
         self._cache_key: tuple | None = None
         self._lines: list[Text] = []
+
+    def on_mount(self) -> None:
+        follow_app_theme(self)
 
     def _highlighted(self) -> list[Text]:
         text = self.text
@@ -95,6 +123,9 @@ class CodeEditor(TextArea):
 
     class Done(Message):
         """The person finished editing (Esc)."""
+
+    def on_mount(self) -> None:
+        follow_app_theme(self)
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "escape":
@@ -178,6 +209,14 @@ class CodePane(Vertical):
         """Show ``code`` (the block so far)."""
         self.code = code
         self.view.show(code.rstrip("\n"), self.language)
+
+    def apply_theme(self) -> None:
+        """Re-colour the view and the editor for the app's current theme (called on a theme change):
+        the TextArea theme from ``themes.text_area_theme_for`` and the Pygments style from
+        ``themes.code_theme_for``."""
+        follow_app_theme(self.view)
+        follow_app_theme(self.editor)
+        self.view.show(self.code.rstrip("\n"), self.language or "text")
 
     def set_active_line(self, line: int | None) -> None:
         """Highlight 1-based ``line`` (None clears the mark)."""

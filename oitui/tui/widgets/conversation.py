@@ -69,6 +69,8 @@ class CodeBlock(Vertical):
         self.code = code
         self.output = ""
         self.state = "streaming"
+        self.renders = 0  # how many times the code was highlighted (tests check it stays small)
+        self._code_dirty = False
         self.header = Static("", classes="code-header", markup=False)
         self.code_view = Static("", classes="code-body")
         self.output_view = Static("", classes="code-output", markup=False)
@@ -90,22 +92,39 @@ class CodeBlock(Vertical):
     def _render_code(self) -> None:
         from rich.syntax import Syntax
 
+        self._code_dirty = False
+        self.renders += 1
+
         self.code_view.update(
             Syntax(self.code.rstrip("\n") or " ", _lexer(self.language), theme=code_theme(self.app),
                    word_wrap=True, background_color="default")
         )
 
-    def set_code(self, code: str) -> None:
-        """Replace the code text (streaming or after an edit)."""
+    def set_code(self, code: str, live: bool = False) -> None:
+        """Replace the code text (streaming or after an edit).
+
+        live: True while the model is still writing the block and the live code pane shows it:
+        the text is only stored, and this copy is highlighted once, when the block leaves
+        "streaming" (:meth:`set_state`) or on :meth:`flush_code`, never once per chunk.
+        """
         self.code = code
+        if live:
+            self._code_dirty = True
+            return
         if self.is_mounted:
             self._render_code()
 
+    def flush_code(self) -> None:
+        """Draw code stored by ``set_code(..., live=True)`` (no-op when nothing is pending)."""
+        if getattr(self, "_code_dirty", False) and self.is_mounted:
+            self._render_code()
+
     def set_state(self, state: str) -> None:
-        """Show a new state word in the header."""
+        """Show a new state word in the header (and the code, if it was held back while streaming)."""
         self.state = state
         if self.is_mounted:
             self._render_header()
+            self.flush_code()
 
     def append_output(self, raw: str) -> None:
         """Add raw program output (ANSI colours rendered); keeps the last MAX_OUTPUT_LINES lines."""

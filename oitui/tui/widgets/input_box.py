@@ -4,6 +4,12 @@ pasted multi-line text stays one message, up/down walk the history (on the first
 
 Paste-burst guard: Enter is held back for :attr:`PromptInput.ENTER_GRACE` seconds; if more keys
 arrive in that window (an unbracketed paste through a multiplexer), the Enter becomes a newline.
+
+Large pastes: a paste over :data:`CHIP_CHARS` characters is shown as a chip such as
+``[paste #1: 21,001 lines, 2.0 MB]`` and sent in full when the message is sent (the chip is
+replaced by the pasted text, byte for byte after CR/CRLF become LF). Soft-wrapping megabytes in
+the TextArea took seconds; the chip takes none. Deleting the chip drops the paste. A paste over
+:data:`MAX_PASTE_CHARS` is refused with a "paste too large" notice.
 """
 
 from __future__ import annotations
@@ -18,9 +24,19 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 MENTION_MAX_BYTES = 200_000
-#: Larger pastes are refused with a notice (a 2 MB paste takes about 1.5 s to insert).
+#: Larger pastes are refused with a notice.
 MAX_PASTE_CHARS = 5_000_000
+#: Pastes longer than this are shown as a chip (see the module docstring), not inserted as text.
+CHIP_CHARS = 100_000
 _MENTION = re.compile(r"(?<![\w@])@([\w./~+-][^\s]*)")
+
+
+_CHIP = re.compile(r"\[paste #(\d+):")
+
+
+def _size(n: int) -> str:
+    """``n`` bytes as ``"2.0 MB"`` / ``"120 KB"``."""
+    return f"{n / 1_000_000:.1f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} KB"
 
 
 def expand_mentions(text: str, cwd: Path) -> tuple[str, list[str]]:
@@ -108,6 +124,7 @@ class PromptInput(TextArea):
         self._hist_pos: int | None = None
         self._draft = ""
         self._pending_enter = None
+        self.pastes: dict[str, str] = {}  # chip text -> the large paste it stands for
         self.cursor_blink = False  # a steady cursor: no repaint twice a second while idle
         self.completer = None  # callable(text) -> str | None (Tab completion)
 
@@ -124,7 +141,14 @@ class PromptInput(TextArea):
         text = self.text
         if not text.strip():
             return
-        self.post_message(self.Submitted(text))
+        self.post_message(self.Submitted(self.expand_pastes(text)))
+
+    def expand_pastes(self, text: str) -> str:
+        """``text`` with every paste chip still in it replaced by the text it stands for."""
+        for chip, body in self.pastes.items():
+            if chip in text:
+                text = text.replace(chip, body)
+        return text
 
     def submit_now(self) -> None:
         """Send the current text at once (used by tests and the queued-enter path)."""
@@ -210,6 +234,13 @@ class PromptInput(TextArea):
                             severity="warning")
             return
         text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        if len(text) > CHIP_CHARS:
+            current = self.text
+            self.pastes = {chip: body for chip, body in self.pastes.items() if chip in current}
+            number = max((int(m.group(1)) for m in map(_CHIP.match, self.pastes) if m), default=0) + 1
+            chip = f"[paste #{number}: {text.count(chr(10)) + 1:,} lines, {_size(len(text.encode('utf-8')))}]"
+            self.pastes[chip] = text
+            text = chip
         if result := self._replace_via_keyboard(text, *self.selection):
             self.move_cursor(result.end_location)
             self.focus()
