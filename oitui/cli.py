@@ -199,6 +199,15 @@ def _setup_log(verbose: bool) -> str | None:
 
 
 def _tui(args: argparse.Namespace) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # The TUI reads keys from stdin and draws on stdout; with either redirected it could
+        # neither be driven nor quit. Piped text belongs to a headless run.
+        print(
+            "oitui: the app needs a terminal on stdin and stdout; for piped input or output use "
+            '`oitui -p "TASK"` (piped stdin is appended to the task).',
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     from oitui.core.settings import load_settings_or_defaults
 
     settings, _error = load_settings_or_defaults(profile=args.profile, overrides=_overrides(args))

@@ -340,3 +340,15 @@ def test_cli_interrupted_exits_130(tmp_path, scripted_server):
     assert proc.returncode == 130, err
     last = json.loads(out.splitlines()[-1])
     assert last["type"] == "result" and last["exit"] == 130
+
+
+def test_tui_refuses_piped_stdin_with_a_hint(monkeypatch, capsys):
+    """`echo hi | oitui` (no -p) would open a screen nobody can drive; it exits 2 pointing at -p."""
+    import io
+
+    from oitui import cli
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("hi\n"))
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert "needs a terminal" in err and "oitui -p" in err

@@ -538,3 +538,24 @@ def test_reindex_catches_edits_made_outside_oitui(store):
     assert [(h.info.id, h.message_index) for h in store.search("hippogriff")] == [(s.id, 1)]
     assert store.reindex(full=True) == 1
     assert [h.info.id for h in store.search("hippogriff")] == [s.id]
+
+
+def test_sessions_folder_index_and_files_are_private(tmp_path):
+    """Conversations and the search index (which holds their full text) are not readable by
+    other local users, whatever the umask."""
+    import stat
+
+    from oitui.core.sessions import SessionStore
+
+    old = os.umask(0o022)
+    try:
+        store = SessionStore(tmp_path / "sessions")
+        s = store.create(model="openai/x")
+        s.append({"role": "user", "type": "message", "content": "private words"})
+        assert store.search("private")
+    finally:
+        os.umask(old)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(tmp_path / "sessions") == 0o700
+    assert mode(s.path) == 0o600
+    assert mode(tmp_path / "sessions" / "index.sqlite") == 0o600

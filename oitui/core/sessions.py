@@ -73,6 +73,20 @@ _MAX_INDEXED_CHARS = 200_000
 _TITLE_CHARS = 80
 
 
+def _private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) and keep it private to its owner (mode 0700).
+
+    Conversations, the search index and backups live here; other local users must not read
+    them, whatever the umask. A folder we cannot chmod (not ours) is left as it is.
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass
+
+
 class SessionNotFound(OituiError):
     """No session matches the id, prefix or "last" (``ref`` names what was asked for)."""
 
@@ -479,7 +493,7 @@ class Session:
         if self._migrated and self.path.exists():
             self._rewrite(self.messages, backup=True)
         if not self._exists:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_dir(self.path.parent)
             fd = os.open(str(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 os.write(fd, self._header_line())
@@ -576,11 +590,12 @@ class Session:
 
     def _rewrite(self, messages: list[dict], backup: bool) -> None:
         self.close()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.path.parent)
         if backup and self.path.exists():
             bak = self.path.with_name(self.path.name + ".bak")
             if not bak.exists():
                 shutil.copy2(self.path, bak)
+                os.chmod(bak, 0o600)
         payload = bytearray(self._header_line())
         for m in messages:
             payload += (_dumps(m) + "\n").encode("utf-8")
@@ -903,6 +918,10 @@ class SessionStore:
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.index_path), timeout=30, isolation_level=None)
         try:
+            try:
+                os.chmod(self.index_path, 0o600)  # it holds the full message text
+            except OSError:
+                pass
             conn.execute("PRAGMA busy_timeout=30000")
             # TRUNCATE keeps the journal file, so index writes do not change the folder's mtime
             # (which the staleness check watches for new and deleted session files).
@@ -920,7 +939,7 @@ class SessionStore:
 
     def _open_index(self) -> sqlite3.Connection:
         """Connect, rebuilding a damaged index file from scratch."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.dir)
         try:
             conn = self._connect()
             conn.execute("SELECT id FROM files LIMIT 1").fetchone()
