@@ -337,7 +337,9 @@ def respond(interp: "OpenInterpreter") -> Iterator[dict]:
             yield from runs.close()
             for m in reply.partial_messages():
                 interp._store(m)
-            interp._count_usage(reply.usage, msgs)
+            if reply.usage or getattr(e, "mid_stream", False):
+                # a request that failed before its first token was not billed: count nothing
+                interp._count_usage(reply.usage, msgs)
             yield {"role": "computer", "type": "error", "content": str(e), "kind": "model"}
             raise
         for chunk in reply.finish():
