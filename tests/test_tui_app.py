@@ -1031,3 +1031,246 @@ async def test_tui06_c_large_paste_is_a_chip_sent_in_full(fresh):
         await wait_status(pilot, app, "idle")
         assert len(server.requests) == 1
         assert last_user(server) == big.replace("\r\n", "\n") + " see above"
+
+
+# ---------------------------------------------------------------------------- newcomer bugs
+
+
+def _session_store():
+    from oitui.core.sessions import SessionStore
+    from oitui.core.settings import paths
+
+    return SessionStore(paths().sessions_dir)
+
+
+async def test_resume_restores_token_totals_and_adds_up(fresh):
+    """Resuming (-c / --resume) shows the session's totals and the next turn adds to them."""
+    server, interp = fresh
+    store = _session_store()
+    old = store.create(model="openai/x", cwd=str(Path.cwd()), title="old totals")
+    old.append({"role": "user", "type": "message", "content": "earlier"})
+    old.append({"role": "assistant", "type": "message", "content": "EARLIER-REPLY"})
+    old.update_meta(prompt_tokens=68, completion_tokens=21, cost=0.5)
+    old.close()
+    interp.metrics = {"prompt_tokens": 999, "completion_tokens": 999, "cost": None}  # stale counts
+    server.script = [text_reply("more", usage={"prompt_tokens": 54, "completion_tokens": 5})]
+    from oitui.tui.app import OituiApp
+
+    app = OituiApp(interpreter=interp, resume=old.id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        await wait_for(pilot, lambda: "EARLIER-REPLY" in app.conversation.plain_text(), 10, "rebuilt")
+        await pilot.pause(0.1)
+        assert (app.sidebar.tokens_in, app.sidebar.tokens_out) == (68, 21)
+        assert app.sidebar.cost == 0.5
+        assert app.sidebar.session_title == "old totals"
+        await send(pilot, "one more")
+        await wait_status(pilot, app, "idle")
+        assert (interp.metrics["prompt_tokens"], interp.metrics["completion_tokens"]) == (122, 26)
+        assert (app.sidebar.tokens_in, app.sidebar.tokens_out) == (122, 26)
+    meta = store.open(old.id).meta
+    assert (meta["prompt_tokens"], meta["completion_tokens"]) == (122, 26)
+
+
+async def test_switching_sessions_with_browser_swaps_totals_and_title(fresh):
+    from oitui.tui.sessions_screen import SessionBrowser
+
+    server, interp = fresh
+    store = _session_store()
+    other = store.create(model="openai/x", cwd=str(Path.cwd()))  # no title
+    other.append({"role": "user", "type": "message", "content": "other one"})
+    other.update_meta(prompt_tokens=7, completion_tokens=3, cost=0)
+    other.close()
+    server.script = [text_reply("first reply", usage={"prompt_tokens": 40, "completion_tokens": 4})]
+    app = make_app(interp)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, "first")
+        await wait_status(pilot, app, "idle")
+        assert (app.sidebar.tokens_in, app.sidebar.tokens_out) == (40, 4)
+        app.sidebar.session_title = "a title of the previous session"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionBrowser), 5, "session browser")
+        app.screen.dismiss(other.id)
+        await wait_for(pilot, lambda: app.session.id == other.id, 5, "switched")
+        await pilot.pause(0.1)
+        assert (app.sidebar.tokens_in, app.sidebar.tokens_out) == (7, 3)
+        assert interp.metrics["prompt_tokens"] == 7 and interp.metrics["cost"] is None
+        assert app.sidebar.session_title == "other one"  # its own title (from its first message)
+
+
+async def test_reloaded_blocks_show_their_real_state(fresh):
+    from oitui.tui.widgets.conversation import CodeBlock
+
+    server, interp = fresh
+    interp.messages = [
+        {"role": "user", "type": "message", "content": "go"},
+        {"role": "assistant", "type": "code", "format": "python", "content": "print('no')"},
+        {"role": "computer", "type": "console", "format": "output",
+         "content": "I have declined to run this code. not today"},
+        {"role": "assistant", "type": "code", "format": "python", "content": "1/0"},
+        {"role": "computer", "type": "console", "format": "output",
+         "content": "Traceback (most recent call last):\n  File \"<stdin>\", line 1\nZeroDivisionError: division by zero\n"},
+        {"role": "assistant", "type": "code", "format": "python", "content": "import time; time.sleep(99)"},
+        {"role": "computer", "type": "console", "format": "output",
+         "content": "Traceback (most recent call last):\n  File \"<stdin>\", line 1\nKeyboardInterrupt\n"},
+        {"role": "assistant", "type": "code", "format": "python", "content": "1/0"},
+        {"role": "computer", "type": "console", "format": "output",
+         "content": "Stopped: the same python code failed 3 times (max_retries_per_code_block = 3); it was not run again."},
+        {"role": "assistant", "type": "code", "format": "python", "content": "print('ok')"},
+        {"role": "computer", "type": "console", "format": "output", "content": "ok\n"},
+    ]
+    app = make_app(interp)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        await app._rebuild_conversation()
+        await pilot.pause(0.1)
+        blocks = list(app.conversation.query(CodeBlock))
+        assert [b.state for b in blocks] == ["declined", "failed", "interrupted", "not run", "done"]
+        assert [str(b.header.render()) for b in blocks][0] == "python · declined"
+
+
+async def test_retry_guard_leaves_no_streaming_block_and_error_shown_once(fresh):
+    from oitui.tui.widgets.conversation import CodeBlock
+
+    server, interp = fresh
+    interp.auto_run = True
+    bad = "raise ValueError('again')"
+    server.script = [code_reply("python", bad) for _ in range(4)]
+    app = make_app(interp)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, "try it")
+        await wait_status(pilot, app, "error", timeout=60)
+        blocks = list(app.conversation.query(CodeBlock))
+        assert len(blocks) == 4
+        assert [b.state for b in blocks] == ["failed", "failed", "failed", "not run"]
+        assert not app.code_pane.state.startswith("streaming")
+        errors = [n.text for n in app.conversation.query(".conv-error")]
+        stopped = [e for e in errors if "Stopped: the same python code failed 3 times" in e]
+        assert len(stopped) == 1, errors
+        await wait_status(pilot, app, "idle", timeout=5)
+
+
+async def test_missing_key_error_shown_once(fresh):
+    from support.scripted_server import error_reply
+
+    server, interp = fresh
+    server.script = [error_reply(401, "Incorrect API key provided: sk-test")]
+    app = make_app(interp)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, "hi")
+        await wait_status(pilot, app, "error", timeout=30)
+        await pilot.pause(0.2)
+        errors = [n.text for n in app.conversation.query(".conv-error")]
+        assert len(errors) == 1, errors
+
+
+async def test_sidebar_shows_always_allowed_language(fresh):
+    server, interp = fresh
+    server.script = [code_reply("python", "print('A1')"), text_reply("DONE.")]
+    app = make_app(interp)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        assert "auto-run off" in " ".join(screen_text(app).split())
+        await send(pilot, "run")
+        await wait_status(pilot, app, "approval")
+        await pilot.press("a")
+        await wait_status(pilot, app, "idle")
+        assert app.sidebar.always == "python"
+        assert "python always" in screen_text(app)
+        assert not app.sidebar.auto_run
+
+
+async def test_large_output_header_says_cut_with_real_total(fresh):
+    from oitui.tui.widgets.conversation import CodeBlock
+
+    server, interp = fresh
+    interp.auto_run = True
+    server.script = [code_reply("python", "for i in range(100000):\n    print(i)"), text_reply("DONE.")]
+    app = make_app(interp)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, "print a lot")
+        await wait_status(pilot, app, "idle", timeout=120)
+        block = app.query_one(CodeBlock)
+        title = str(block.folder.title)
+        assert "100,000" in title and "cut" in title, title
+        # reloaded from the stored (truncated) console message: the banner names the full size
+        await app._rebuild_conversation()
+        await pilot.pause(0.1)
+        title = str(app.query_one(CodeBlock).folder.title)
+        assert "100,000" in title and "cut" in title, title
+
+
+async def test_model_reason_from_config_toml(tmp_path, monkeypatch):
+    """`model = "local/smollm2"` in config.toml: the sidebar's reason names config.toml."""
+    from oitui.core.settings import load_settings_or_defaults
+    from oitui.tui.app import OituiApp
+
+    monkeypatch.setenv("OITUI_HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text('model = "local/smollm2"\n', encoding="utf-8")
+    settings, error = load_settings_or_defaults()
+    assert error is None
+    app = OituiApp(settings=settings)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.interp is not None, 30, "core loaded")
+            await pilot.pause(0.1)
+            assert app.sidebar.model == "local/smollm2"
+            assert app.sidebar.model_reason == "from config.toml"
+            assert "no API key" not in app.sidebar.model_reason
+    finally:
+        if app.interp is not None:
+            app.interp.terminate()
+
+
+async def test_two_blocks_in_one_reply_each_get_their_own_output(fresh):
+    """Both blocks stream before the first is asked about: each approval, state and output
+    belongs to its own block; declining the first leaves the second `not run`."""
+    from oitui.tui.widgets.conversation import CodeBlock
+
+    server, interp = fresh
+    two = text_reply([f"{FENCE}python\nprint('B1')\n{FENCE}\n\n{FENCE}python\nprint('B2')\n{FENCE}\n"])
+    server.script = [two, text_reply("DONE."), two, text_reply("OK.")]
+    app = make_app(interp)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, "two")
+        await wait_status(pilot, app, "approval")
+        assert app.code_pane.view.text.strip() == "print('B1')"
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.status == "approval" and "B2" in app.code_pane.view.text, 20, "2nd ask")
+        await pilot.press("y")
+        await wait_status(pilot, app, "idle")
+        blocks = list(app.conversation.query(CodeBlock))
+        assert [(b.state, b.output.strip()) for b in blocks] == [("done", "B1"), ("done", "B2")]
+        await send(pilot, "again")
+        await wait_status(pilot, app, "approval")
+        await pilot.press("n")
+        await pilot.press("enter")
+        await wait_status(pilot, app, "idle")
+        assert [b.state for b in app.conversation.query(CodeBlock)][2:] == ["declined", "not run"]
+
+
+async def test_no_api_key_turn_error_shown_once(fresh, monkeypatch):
+    """The core's "No API key for …" error chunk and the raised error are one line, not two."""
+    from oitui.core.interpreter import OpenInterpreter
+    from oitui.tui.app import OituiApp
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    it = OpenInterpreter()
+    it.llm.model = "gpt-4o"
+    app = OituiApp(interpreter=it)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ready(pilot, app)
+            await send(pilot, "hi")
+            await wait_status(pilot, app, "error", timeout=30)
+            await pilot.pause(0.2)
+            errors = [n.text for n in app.conversation.query(".conv-error") if "No API key for gpt-4o" in n.text]
+            assert len(errors) == 1, errors
+            assert "OPENAI_API_KEY" in errors[0]
+    finally:
+        it.terminate()

@@ -33,6 +33,11 @@ Documented behaviours (the TUI cases test them):
   Interpreter's plain message list. ``/export`` writes ``oitui-<session id>.<fmt>`` in the cwd.
 - A paste over 100,000 characters shows as a chip (``[paste #1: 21,001 lines, 2.0 MB]``) and is
   sent in full; over 5,000,000 characters it is refused with a notice; ``@path`` attaches a file.
+- Every code block ends a turn in a final state (``done``, ``failed``, ``declined``,
+  ``interrupted`` or ``not run``); a conversation rebuilt from stored messages derives it from
+  the stored output (:func:`stored_block_state`). A turn-ending error is shown once.
+- Resuming a session (``--resume``/``-c`` or the ctrl+s browser) carries its token and cost
+  totals into ``interp.metrics`` (as the CLI's ``-p`` path does), so they keep adding up.
 - Printable keys pressed while the conversation has the focus (after a click or a mouse
   selection) go to the input box.
 - Start-up: the code pane, console and approval bar are mounted on first use (not on the first
@@ -193,6 +198,7 @@ class OituiApp(App[int]):
         self._status_timer = None
         self._image_count = 0
         self._last_output = ""
+        self._turn_errors: list[str] = []  # error lines shown during the current turn
         self.config_error: str | None = None
         self.core_error: str | None = None
         self.first_frame_at: float | None = None
@@ -392,6 +398,7 @@ class OituiApp(App[int]):
                 if self._resume:
                     session = store.open(self._resume)
                     interp.messages = list(session.messages)
+                    _restore_metrics(interp, getattr(session, "meta", None) or {})
                 else:
                     session = store.create(model=model, harness=getattr(interp, "harness", None) or "native",
                                            cwd=os.getcwd())
@@ -500,6 +507,8 @@ class OituiApp(App[int]):
         sb.model = str(getattr(interp.llm, "model", "") or "none")
         sb.harness = str(getattr(interp, "harness", None) or "native")
         sb.auto_run = bool(getattr(interp, "auto_run", False))
+        always = getattr(interp, "_always_languages", None) or ()
+        sb.always = ", ".join(sorted(str(a) for a in always))
         sb.safe_mode = str(getattr(interp, "safe_mode", "off") or "off")
         sandbox = getattr(interp, "sandbox", None)
         if sandbox is None and self._settings is not None:
@@ -514,8 +523,7 @@ class OituiApp(App[int]):
             sb.session_id = str(getattr(self.session, "id", ""))
             meta = getattr(self.session, "meta", None) or {}
             title = getattr(self.session, "title", None) or (meta.get("title") if isinstance(meta, dict) else None)
-            if title:
-                sb.session_title = str(title)
+            sb.session_title = str(title) if title else "new session"
 
     # ------------------------------------------------------------------ sending
 
@@ -576,6 +584,7 @@ class OituiApp(App[int]):
         await self._ensure_panes()
         await self._finish_streams()
         self._cur_block = None
+        self._turn_errors = []
         await self.conversation.add(UserMessage(text))
         self.conversation.scroll_end(animate=False)
         self.set_status("streaming")
@@ -725,6 +734,15 @@ class OituiApp(App[int]):
             code_msg = content if isinstance(content, dict) else {}
             code = code_msg.get("content")
             if isinstance(code, str):
+                # a reply with several blocks streams them all before the first is asked about:
+                # the approval is for the first block not yet run, not the last one streamed
+                waiting = [b for b in conv.query(CodeBlock)
+                           if b.state == "streaming" and b.code.strip() == code.strip()]
+                if waiting and waiting[0] is not self._cur_block:
+                    self._cur_block = waiting[0]
+                    self.code_pane.begin(waiting[0].language)
+                    self.console_pane.clear()
+                    self.console_pane.display = False
                 if self._cur_block is None:
                     self._cur_block = await conv.add(CodeBlock(code_msg.get("format") or "code", code))
                     self.code_pane.begin(code_msg.get("format") or "code")
@@ -762,7 +780,10 @@ class OituiApp(App[int]):
             await self._show_image(fmt, content)
         elif ctype == "error" or (role == "computer" and ctype == "message"):
             await self._finish_streams()
-            await conv.add(Note(_one_line(str(content)), "error" if ctype == "error" else "note"))
+            text = _one_line(str(content))
+            if ctype == "error":
+                self._turn_errors.append(text)
+            await conv.add(Note(text, "error" if ctype == "error" else "note"))
 
     async def _maybe_split_reply(self, content: str) -> str:
         """Keep streaming cheap in very long replies: once the reply widget holds REPLY_SPLIT_BLOCKS
@@ -850,15 +871,30 @@ class OituiApp(App[int]):
 
     # ------------------------------------------------------------------ turn end
 
+    def _error_shown(self, error: str) -> bool:
+        """True when this turn already showed ``error`` (the core yields an error chunk and then
+        raises the same text): the turn-end line is then not printed a second time."""
+        key = error.rstrip("…").strip()
+        return bool(key) and any(key in shown or shown.rstrip("…").strip() in key
+                                 for shown in self._turn_errors if shown.strip())
+
     async def on_turn_finished(self, msg: TurnFinished) -> None:
         await self._flush_now()
         await self._finish_streams()
         self.busy = False
         self._withdraw_approval()
-        if self._cur_block is not None and self._cur_block.state in ("running", "streaming", "awaiting approval"):
-            self._cur_block.set_state("interrupted" if msg.interrupted else self._cur_block.state)
-            if self.code_pane.state in ("running", "streaming", "awaiting approval"):
-                self.code_pane.state = "interrupted" if msg.interrupted else "done"
+        # every block of the turn ends in a final state: one still "streaming" or "awaiting
+        # approval" was never run (a retry limit, a decline of an earlier block, an error)
+        for block in self.conversation.query(CodeBlock):
+            if block.state in ("streaming", "awaiting approval"):
+                block.set_state("interrupted" if msg.interrupted else "not run")
+            elif block.state == "running":
+                block.set_state("interrupted" if msg.interrupted else "done")
+        if self.code_pane.state in ("running", "streaming", "awaiting approval"):
+            if msg.interrupted:
+                self.code_pane.state = "interrupted"
+            else:
+                self.code_pane.state = "done" if self.code_pane.state == "running" else "not run"
         self.code_pane.set_active_line(None)
         self.console_pane.prompt.display = False
         self._refresh_sidebar()
@@ -866,7 +902,8 @@ class OituiApp(App[int]):
             await self.conversation.add(Note("⏹ interrupted", "interrupt"))
             self.set_status("interrupted", then_idle_after=0.6)
         elif msg.error:
-            await self.conversation.add(Note(f"error: {msg.error}", "error"))
+            if not self._error_shown(msg.error):
+                await self.conversation.add(Note(f"error: {msg.error}", "error"))
             self.set_status("error", then_idle_after=1.5)
         else:
             self.set_status("idle")
@@ -1338,6 +1375,7 @@ class OituiApp(App[int]):
             self.session = session
             self.interp.session = session
             self.interp.messages = list(session.messages)
+            _restore_metrics(self.interp, getattr(session, "meta", None) or {})
             await self._rebuild_conversation()
             self._refresh_sidebar()
             self.notify(f"resumed session {session.id}")
@@ -1473,6 +1511,8 @@ class OituiApp(App[int]):
         self._clear_panes()
         items: list = []
         block = None
+        blocks: list = []
+        stored: dict[int, str] = {}  # id(block) -> its stored output text
         for m in (self.interp.messages if self.interp is not None else [])[-conv.MAX_ITEMS:]:
             role, mtype = m.get("role"), m.get("type")
             content = m.get("content")
@@ -1484,15 +1524,18 @@ class OituiApp(App[int]):
                 block = CodeBlock(m.get("format") or "code", str(content))
                 block.state = "done"
                 items.append(block)
+                blocks.append(block)
             elif role == "computer" and mtype == "console" and m.get("format") == "output" and block is not None:
-                block.output += str(content)
+                stored[id(block)] = stored.get(id(block), "") + str(content)
             elif mtype == "error":
                 items.append(Note(str(content), "error"))
+        for b in blocks:
+            b.state = stored_block_state(stored.get(id(b), ""))
         if items:
             await conv.mount_all(items)
-        for item in items:
-            if isinstance(item, CodeBlock) and item.output:
-                item.append_output("")
+        for b in blocks:
+            if stored.get(id(b)):
+                b.append_output(stored[id(b)])
         conv.scroll_end(animate=False)
 
     # ------------------------------------------------------------------ shell
@@ -1532,6 +1575,48 @@ class OituiApp(App[int]):
         except Exception as exc:  # noqa: BLE001
             error = _one_line(exc)
         self.post_message(TurnFinished(error, interrupted=self._stop_event.is_set()))
+
+
+_DECLINED_PREFIX = "I have declined to run this code."
+_NOT_RUN_PREFIXES = ("Not run", "Stopped: the same", "The reply was cut off at the token limit")
+_FAILED_RE = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception)\b.*:", re.M)
+
+
+def stored_block_state(output: str) -> str:
+    """The final state word of a reloaded code block from its stored output text ``output``:
+    "declined" (the core's decline note), "not run" (a retry-limit / turn-ended note),
+    "interrupted" (a KeyboardInterrupt), "failed" (a traceback or ``XError: ...`` line), else
+    "done"."""
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output or "").strip()
+    if text.startswith(_DECLINED_PREFIX):
+        return "declined"
+    if text.startswith(_NOT_RUN_PREFIXES):
+        return "not run"
+    if "KeyboardInterrupt" in text[-3000:]:
+        return "interrupted"
+    if _FAILED_RE.search(text[-3000:]):
+        return "failed"
+    return "done"
+
+
+def _restore_metrics(interp: Any, meta: dict) -> None:
+    """Carry a resumed session's totals into ``interp.metrics`` (the same rule as the CLI's
+    ``-p`` path): ``prompt_tokens``/``completion_tokens`` (ints) and ``cost`` (USD float, None
+    when unknown or 0) from the session's ``meta`` dict; a damaged header leaves the metrics as
+    they were. Never raises."""
+    metrics = getattr(interp, "metrics", None)
+    if not isinstance(metrics, dict) or not isinstance(meta, dict):
+        return
+    try:
+        prompt = int(meta.get("prompt_tokens") or 0)
+        completion = int(meta.get("completion_tokens") or 0)
+        cost = meta.get("cost")
+        cost = float(cost) if isinstance(cost, (int, float)) and cost > 0 else None
+    except (TypeError, ValueError):  # a damaged header: keep counting from what we have
+        return
+    metrics["prompt_tokens"] = prompt
+    metrics["completion_tokens"] = completion
+    metrics["cost"] = cost
 
 
 def _storable(message: dict) -> dict:

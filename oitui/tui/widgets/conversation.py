@@ -7,6 +7,7 @@ old items are pruned beyond :attr:`Conversation.MAX_ITEMS` so long sessions neve
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.text import Text
@@ -68,6 +69,9 @@ class CodeBlock(Vertical):
         self.language = language or "text"
         self.code = code
         self.output = ""
+        self.total_lines = 0  # lines of output received (a partial last line counts once)
+        self.cut_total: int | None = None  # the full size named by a "[output truncated: ...]" banner
+        self._open_line = False
         self.state = "streaming"
         self.renders = 0  # how many times the code was highlighted (tests check it stays small)
         self._code_dirty = False
@@ -129,17 +133,34 @@ class CodeBlock(Vertical):
     def append_output(self, raw: str) -> None:
         """Add raw program output (ANSI colours rendered); keeps the last MAX_OUTPUT_LINES lines."""
         self.output += raw
+        if raw:
+            # lines = completed lines (newlines seen) + an unfinished last line
+            self._newlines = getattr(self, "_newlines", 0) + raw.count("\n")
+            self._open_line = not raw.endswith("\n")
+            self.total_lines = self._newlines + (1 if self._open_line else 0)
+            banner = _BANNER_RE.search(raw)
+            if banner:
+                self.cut_total = max(self.cut_total or 0, int(banner.group(1).replace(",", "")))
         lines = self.output.replace("\r\n", "\n").split("\n")
-        if len(lines) > self.MAX_OUTPUT_LINES:
+        dropped = len(lines) > self.MAX_OUTPUT_LINES
+        if dropped:
             lines = lines[-self.MAX_OUTPUT_LINES:]
             self.output = "\n".join(lines)
+            self._dropped = True
         n = len([ln for ln in lines if ln.strip()])
         self.folder.display = True
-        self.folder.title = f"output ({n} line{'s' if n != 1 else ''})"
+        total = max(self.cut_total or 0, self.total_lines)
+        if self.cut_total or getattr(self, "_dropped", False):
+            self.folder.title = f"output (cut: last {n:,} of {total:,} lines)"
+        else:
+            self.folder.title = f"output ({n} line{'s' if n != 1 else ''})"
         if n > 12 and not self.folder.collapsed and not getattr(self, "_auto_folded", False):
             self.folder.collapsed = True
             self._auto_folded = True
         self.output_view.update(Text.from_ansi(_apply_cr(self.output.rstrip("\n"))))
+
+
+_BANNER_RE = re.compile(r"\[output truncated: [\d,]+ characters? in ([\d,]+) lines? in total")
 
 
 def _apply_cr(text: str) -> str:

@@ -19,6 +19,7 @@ def _money(value) -> str:
 
 class Sidebar(Widget):
     """Facts about the session. Fields (all reactive): model, model_reason, harness, auto_run,
+    always (comma-separated languages allowed with "a" this session, "" for none),
     safe_mode, sandbox, tokens_in, tokens_out, cost (USD or None = unknown), budget (USD or None),
     session_title, session_id, cwd, kernel, llm (load state text)."""
 
@@ -26,6 +27,7 @@ class Sidebar(Widget):
     model_reason: reactive[str] = reactive("")
     harness: reactive[str] = reactive("native")
     auto_run: reactive[bool] = reactive(False)
+    always: reactive[str] = reactive("")
     safe_mode: reactive[str] = reactive("off")
     sandbox: reactive[str] = reactive("off")
     tokens_in: reactive[int] = reactive(0)
@@ -46,7 +48,13 @@ class Sidebar(Widget):
         if self.model_reason:
             table.add_row("", Text(self.model_reason, style="dim italic"))
         table.add_row("harness", self.harness)
-        table.add_row("auto-run", Text("on", style="bold red") if self.auto_run else Text("off"))
+        if self.auto_run:
+            auto = Text("on", style="bold red")
+        elif self.always:
+            auto = Text(f"{self.always} always", style="bold yellow")
+        else:
+            auto = Text("off")
+        table.add_row("auto-run", auto)
         table.add_row("safe mode", str(self.safe_mode))
         table.add_row("sandbox", str(self.sandbox))
         table.add_row("tokens", f"{self.tokens_in:,} in / {self.tokens_out:,} out")
