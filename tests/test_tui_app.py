@@ -1254,6 +1254,26 @@ async def test_two_blocks_in_one_reply_each_get_their_own_output(fresh):
         assert [b.state for b in app.conversation.query(CodeBlock)][2:] == ["declined", "not run"]
 
 
+async def test_two_blocks_auto_run_each_get_their_own_output(fresh):
+    """BR-04 in the TUI with auto-run: both blocks stream before either runs; each output run
+    lands under its own block, in order."""
+    from oitui.tui.widgets.conversation import CodeBlock
+
+    server, interp = fresh
+    interp.auto_run = True
+    server.script = [
+        text_reply([f"First:\n{FENCE}python\nx = 5\nprint(x)\n{FENCE}\nThen:\n{FENCE}python\nprint(x * 2)\n{FENCE}\nDone.\n"]),
+        text_reply("DONE."),
+    ]
+    app = make_app(interp)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, "two")
+        await wait_for(pilot, lambda: len(server.requests) >= 2 and app.status == "idle", 30, "the turn to end")
+        blocks = list(app.conversation.query(CodeBlock))
+        assert [(b.state, b.output.strip()) for b in blocks] == [("done", "5"), ("done", "10")]
+
+
 async def test_no_api_key_turn_error_shown_once(fresh, monkeypatch):
     """The core's "No API key for …" error chunk and the raised error are one line, not two."""
     from oitui.core.interpreter import OpenInterpreter

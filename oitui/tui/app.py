@@ -752,6 +752,8 @@ class OituiApp(App[int]):
             if self._cur_block is not None:
                 self._cur_block.set_state("awaiting approval")
         elif role == "computer" and ctype == "console":
+            if start:
+                self._attach_run_to_next_block(conv)
             if fmt == "active_line":
                 self._mark_running()
                 self.code_pane.set_active_line(content if isinstance(content, int) else None)
@@ -784,6 +786,21 @@ class OituiApp(App[int]):
             if ctype == "error":
                 self._turn_errors.append(text)
             await conv.add(Note(text, "error" if ctype == "error" else "note"))
+
+    def _attach_run_to_next_block(self, conv) -> None:
+        """A reply with several blocks streams them all before the first one runs (auto-run, or a
+        tool-call reply): each console run belongs to the first block that has not run yet, not
+        to the last one streamed."""
+        if self._cur_block is not None and self._cur_block.state in ("running", "awaiting approval", "declined"):
+            return  # approved or declined through the bar: already the right block
+        waiting = [b for b in conv.query(CodeBlock) if b.state == "streaming"]
+        if not waiting or waiting[0] is self._cur_block:
+            return
+        block = waiting[0]
+        self._cur_block = block
+        self.code_pane.begin(block.language)
+        self.code_pane.set_code(block.code)
+        self.console_pane.clear()
 
     async def _maybe_split_reply(self, content: str) -> str:
         """Keep streaming cheap in very long replies: once the reply widget holds REPLY_SPLIT_BLOCKS
