@@ -264,10 +264,12 @@ def core_loop(task: Task, folder: Path, verbose: bool = False) -> Outcome:
 # --------------------------------------------------------------------------- speed
 
 def measure_speed(n_loads: int = 5) -> dict[str, float]:
-    """Medians: load seconds (fresh llama.cpp loads), time to first token, tokens/s."""
+    """Medians: load seconds (fresh llama.cpp loads), time to first token (the first token the
+    model generates: the streamed assistant prefill does not count) and tokens/s."""
     import litellm
 
     import oitui.local
+    from oitui.local.provider import PREFILL
     from oitui.local.runtime import LocalModel
 
     path = oitui.local.find_smollm2()
@@ -287,7 +289,11 @@ def measure_speed(n_loads: int = 5) -> dict[str, float]:
         for chunk in litellm.completion(model=MODEL, messages=[{"role": "user", "content": task.request}],
                                         stream=True, stream_options={"include_usage": True},
                                         temperature=0, max_tokens=128):
-            if chunk.choices and chunk.choices[0].delta.content:
+            delta = chunk.choices[0].delta.content if chunk.choices else None
+            if delta and n_chars == 0 and delta == PREFILL:
+                n_chars += len(delta)  # the assistant prefill is not a model token
+                continue
+            if delta:
                 if first is None:
                     first = time.perf_counter() - t
                 n_chars += len(chunk.choices[0].delta.content)

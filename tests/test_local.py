@@ -273,3 +273,66 @@ def test_normalize_messages():
     assert [m["role"] for m in msgs] == ["system", "user", "assistant"]
     assert "a" in msgs[1]["content"] and "image omitted" in msgs[1]["content"]
     assert msgs[1]["content"].endswith("Output:\nout")
+
+
+# --------------------------------------------------------------------------- assistant prefill
+
+
+def test_prefill_rules():
+    """A new request or failed/silent code gets the python-fence prefill; good output does not."""
+    from oitui.local.provider import PREFILL, prefill_for
+
+    assert PREFILL == "```python\n"
+    user = {"role": "user", "content": "Print today's date."}
+    assert prefill_for([user]) == PREFILL
+    assert prefill_for([user, {"role": "assistant", "content": "x"}, {"role": "user", "content": "Code output:\n42"}]) == ""
+    tb = "Code output:\nTraceback (most recent call last)\n  ...\nNameError: name 'x' is not defined"
+    assert prefill_for([user, {"role": "user", "content": tb}]) == PREFILL
+    assert prefill_for([user, {"role": "user", "content": "The code ran with no output."}]) == PREFILL
+    assert prefill_for([{"role": "tool", "content": "42"}]) == ""
+    assert prefill_for([{"role": "tool", "content": "bash: foo: command not found"}]) == PREFILL
+    assert prefill_for([{"role": "assistant", "content": "hi"}]) == ""
+    assert prefill_for([]) == ""
+    for off in ("0", "false", "OFF", "no"):
+        assert prefill_for([user], {"OITUI_LOCAL_PREFILL": off}) == ""
+    assert prefill_for([user], {"OITUI_LOCAL_PREFILL": "1"}) == PREFILL
+
+
+def test_condense_error_and_retry_messages():
+    from oitui.local.provider import condense_error, retry_messages
+
+    tb = ("Code output:\n" + "-" * 20 + "\nNameError                 Traceback (most recent call last)\n"
+          "Cell In[1], line 1\n----> 1 print(x)\n\nNameError: name 'x' is not defined")
+    assert condense_error(tb) == "Code output:\nNameError: name 'x' is not defined"
+    assert condense_error("Code output:\n42") == "Code output:\n42"
+    msgs = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Print x."},
+        {"role": "assistant", "content": "```python\nprint(x)\n```"},
+        {"role": "user", "content": tb},
+    ]
+    assert retry_messages(msgs) == [msgs[0], msgs[1]]  # default: a bare fresh try
+    out = retry_messages(msgs, hint=True)
+    assert out[0] == {"role": "system", "content": "S"}
+    assert len(out) == 2 and out[1]["role"] == "user"
+    assert out[1]["content"].startswith("Print x.")
+    assert "NameError: name 'x' is not defined" in out[1]["content"]
+    assert "print(x)" not in out[1]["content"]
+    assert retry_messages([{"role": "user", "content": tb}])[-1]["content"] == tb  # no request: unchanged
+
+
+@needs_model
+def test_prefilled_reply_is_one_fenced_block_and_can_be_turned_off(litellm_local, monkeypatch):
+    litellm = litellm_local
+    msgs = [{"role": "user", "content": "Print the word hello."}]
+    chunks = list(litellm.completion(model="local/smollm2", messages=msgs, stream=True, max_tokens=80))
+    deltas = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert deltas[0] == "```python\n"  # the prefill is the first streamed delta
+    text = "".join(deltas)
+    assert text.count("```") == 2 and text.rstrip().endswith("```"), text  # exactly one closed block
+    monkeypatch.setenv("OITUI_LOCAL_PREFILL", "0")
+    r = litellm.completion(model="local/smollm2", messages=msgs, max_tokens=40)
+    from oitui.local.runtime import get_model
+
+    plain, _ = get_model("local/smollm2").chat(msgs, max_tokens=40)  # no prefill, greedy
+    assert r.choices[0].message.content == plain

@@ -226,20 +226,21 @@ class LocalModel:
         """Number of tokens of ``text`` (special tokens parsed)."""
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    def _prompt_tokens(self, messages: list[dict[str, str]]) -> tuple[list[int], list[str]]:
+    def _prompt_tokens(self, messages: list[dict[str, str]], prefill: str = "") -> tuple[list[int], list[str]]:
         rendered = self._formatter(messages=messages)
         tokens = self._llm.tokenize(
-            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
+            (rendered.prompt + prefill).encode("utf-8"), add_bos=not rendered.added_special, special=True
         )
         stops = [s for s in (rendered.stop if isinstance(rendered.stop, list) else [rendered.stop]) if s]
         return tokens, stops
 
-    def _fit(self, messages: list[dict[str, str]], max_tokens: int) -> tuple[list[int], list[str], int]:
-        """Tokens of the prompt, dropping the oldest non-system turns until prompt + at least
-        64 completion tokens fit in ``n_ctx``. Returns (tokens, stops, max_tokens)."""
+    def _fit(self, messages: list[dict[str, str]], max_tokens: int,
+             prefill: str = "") -> tuple[list[int], list[str], int]:
+        """Tokens of the prompt (+ ``prefill``), dropping the oldest non-system turns until
+        prompt + at least 64 completion tokens fit in ``n_ctx``. Returns (tokens, stops, max_tokens)."""
         msgs = list(messages)
         while True:
-            tokens, stops = self._prompt_tokens(msgs)
+            tokens, stops = self._prompt_tokens(msgs, prefill)
             room = self.n_ctx - len(tokens)
             if room >= min(max_tokens, 64):
                 return tokens, stops, max(1, min(max_tokens, room))
@@ -263,6 +264,7 @@ class LocalModel:
         repeat_penalty: float = 1.1,
         presence_penalty: float = 0.0,
         frequency_penalty: float = 0.0,
+        prefill: str = "",
     ) -> Iterator[str | Completion]:
         """Generate a reply to OpenAI-style ``messages``.
 
@@ -271,13 +273,23 @@ class LocalModel:
         (greedy: tiny models do best that way); ``max_tokens`` to :data:`DEFAULT_MAX_TOKENS`,
         shrunk to what fits the context. Raises :class:`LocalModelError` when the prompt cannot
         fit.
+
+        ``prefill`` (assistant prefill): text appended to the prompt right after the assistant
+        header, so the model continues from it; it is also yielded as the first text piece (the
+        reply the caller sees starts with it). When the prefill leaves a code fence open (e.g.
+        ``"```python\n"``), generation stops at the closing fence, which is yielded too: the
+        reply is exactly one fenced block.
         """
         msgs = normalize_messages(messages)
         want = int(max_tokens) if max_tokens else DEFAULT_MAX_TOKENS
         stops_extra = [stop] if isinstance(stop, str) else list(stop or [])
+        prefill = prefill or ""
+        fence_open = prefill.count("```") % 2 == 1
+        if fence_open and "```" not in stops_extra:
+            stops_extra.append("```")
         with self._lock:
             started = time.perf_counter()
-            tokens, stops, want = self._fit(msgs, want)
+            tokens, stops, want = self._fit(msgs, want, prefill)
             seen_lengths: set[int] = set()  # one length per sampled token (see _stopping_criteria)
             stream = self._llm.create_completion(
                 prompt=tokens,
@@ -294,15 +306,23 @@ class LocalModel:
             )
             first_at = None
             finish = "stop"
+            if prefill:
+                yield prefill
+            last = prefill
             for chunk in stream:
                 choice = chunk["choices"][0]
                 text = choice.get("text") or ""
                 if text:
                     if first_at is None:
                         first_at = time.perf_counter() - started
+                    last = text
                     yield text
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
+            if fence_open and finish == "stop":
+                # Stopped at the closing fence (a stop string: not part of the text) or at the end
+                # of the turn inside the block: close the block.
+                yield ("```" if last.endswith("\n") else "\n```")
             yield Completion(
                 finish_reason=finish,
                 prompt_tokens=len(tokens),
