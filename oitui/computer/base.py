@@ -66,6 +66,33 @@ class Runtime:
         """End the runtime's processes (idempotent)."""
 
 
+class ProcessRuntime(Runtime):
+    """A runtime backed by one persistent process (bash, node, R, pwsh).
+
+    Subclasses create ``self._lock`` (held while a block runs), implement :meth:`_kill` (end the
+    process) and may extend :meth:`_forget` (drop what a restart would otherwise restore).
+    """
+
+    def _kill(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _forget(self) -> None:
+        """Forget per-process state after :meth:`terminate` (called with the lock held if free)."""
+        self._lost = False
+
+    def terminate(self) -> None:
+        """End the process (idempotent). A running block may hold the lock: after 3 s the process
+        is killed anyway, and that block ends with a note."""
+        self.stop_event.set()
+        got = self._lock.acquire(timeout=3)
+        try:
+            self._kill()
+            self._forget()
+        finally:
+            if got:
+                self._lock.release()
+
+
 def timeout_note(seconds: float) -> str:
     """The note added to the output when a block exceeds the per-block timeout."""
     return f"\n[timed out after {seconds:g} s: the block was stopped (computer.timeout = {seconds:g})]\n"

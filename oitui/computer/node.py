@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from .base import Runtime, output_chunk, timeout_note
+from .base import ProcessRuntime, output_chunk, timeout_note
 from .launcher import launch
 
 _SERVER = r"""
@@ -74,7 +74,7 @@ stream.on('end', () => process.exit(0));
 """
 
 
-class NodeRuntime(Runtime):
+class NodeRuntime(ProcessRuntime):
     """JavaScript in a persistent node process. See the module docstring."""
 
     name = "javascript"
@@ -135,17 +135,6 @@ class NodeRuntime(Runtime):
             proc.wait(timeout=5)
         except Exception:
             pass
-
-    def terminate(self) -> None:
-        """End node (idempotent)."""
-        self.stop_event.set()
-        got = self._lock.acquire(timeout=3)  # a running block may hold it; kill anyway
-        try:
-            self._kill()
-            self._lost = False
-        finally:
-            if got:
-                self._lock.release()
 
     def run(self, code: str, timeout: float = 0) -> Iterator[dict]:
         """Run ``code`` in node; yield output chunks as they come."""

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from .base import Runtime, output_chunk, timeout_note
+from .base import ProcessRuntime, Runtime, output_chunk, timeout_note
 from .launcher import launch
 
 
@@ -99,7 +99,7 @@ class AppleScriptRuntime(Runtime):
             self._proc.kill()
 
 
-class _SourcingRuntime(Runtime):
+class _SourcingRuntime(ProcessRuntime):
     """A persistent interpreter fed one 'source this file, then write a token' line per block."""
 
     argv: list[str] = []
@@ -140,17 +140,6 @@ class _SourcingRuntime(Runtime):
                 proc.wait(timeout=5)
             except Exception:
                 pass
-
-    def terminate(self) -> None:
-        """End the interpreter (idempotent)."""
-        self.stop_event.set()
-        got = self._lock.acquire(timeout=3)  # a running block may hold it; kill anyway
-        try:
-            self._kill()
-            self._lost = False
-        finally:
-            if got:
-                self._lock.release()
 
     def run(self, code: str, timeout: float = 0) -> Iterator[dict]:
         """Run ``code`` in the persistent interpreter; yield output chunks as they come."""

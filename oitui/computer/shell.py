@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from .base import Runtime, active_line_chunk, output_chunk, timeout_note
+from .base import ProcessRuntime, active_line_chunk, output_chunk, timeout_note
 from .launcher import launch
 
 
@@ -62,7 +62,7 @@ def _q(path: str) -> str:
     return "'" + path.replace("'", "'\\''") + "'"
 
 
-class ShellRuntime(Runtime):
+class ShellRuntime(ProcessRuntime):
     """bash in a persistent process. See the module docstring."""
 
     name = "shell"
@@ -153,28 +153,21 @@ class ShellRuntime(Runtime):
         except Exception:
             pass
 
-    def terminate(self) -> None:
-        """End bash and its process group; forget the saved state (idempotent)."""
-        self.stop_event.set()
-        got = self._lock.acquire(timeout=3)  # a running block may hold it; kill anyway
-        try:
-            self._kill()
-            self._restart_reason = None
-            for fd in (self._st_r, self._al_r):
-                if fd is not None:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
-            self._st_r = self._al_r = None
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = tempfile.mkdtemp(prefix="oitui-sh-")
-            self._block = os.path.join(self._dir, "block")
-            self._state = os.path.join(self._dir, "state")
-            self._fifo = os.path.join(self._dir, "stdin")
-        finally:
-            if got:
-                self._lock.release()
+    def _forget(self) -> None:
+        """Forget the saved state and start a fresh private folder (after ``terminate``)."""
+        self._restart_reason = None
+        for fd in (self._st_r, self._al_r):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._st_r = self._al_r = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+        self._dir = tempfile.mkdtemp(prefix="oitui-sh-")
+        self._block = os.path.join(self._dir, "block")
+        self._state = os.path.join(self._dir, "state")
+        self._fifo = os.path.join(self._dir, "stdin")
 
     def _ensure(self) -> Iterator[dict]:
         if self.alive():
