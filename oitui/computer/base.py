@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 
 Chunk = dict
@@ -64,6 +65,42 @@ class Runtime:
 
     def terminate(self) -> None:
         """End the runtime's processes (idempotent)."""
+
+
+class StopClock:
+    """One block's stop request and the grace period after it.
+
+    A block is asked to stop when ``stop_event`` is set or its ``timeout`` (seconds, 0 = none)
+    passes; if it still runs ``grace`` seconds later it must be killed. :meth:`poll` returns
+    "interrupt" once, then "kill" once, else None. ``timed_out`` tells which of the two asked.
+    """
+
+    def __init__(self, stop_event: threading.Event, timeout: float | None, grace: float) -> None:
+        self._stop = stop_event
+        self.deadline = time.monotonic() + timeout if timeout and timeout > 0 else None
+        self.grace = grace
+        self.interrupted_at: float | None = None
+        self.timed_out = False
+        self._killed = False
+
+    @property
+    def interrupted(self) -> bool:
+        """True once the block was asked to stop (by stop() or the timeout)."""
+        return self.interrupted_at is not None
+
+    def poll(self) -> str | None:
+        """"interrupt" when the block should now be asked to stop, "kill" when the grace period
+        after that has passed, None otherwise (each answer is given once)."""
+        now = time.monotonic()
+        if self.interrupted_at is None:
+            if self._stop.is_set() or (self.deadline is not None and now > self.deadline):
+                self.timed_out = not self._stop.is_set()
+                self.interrupted_at = now
+                return "interrupt"
+        elif not self._killed and now - self.interrupted_at > self.grace:
+            self._killed = True
+            return "kill"
+        return None
 
 
 class ProcessRuntime(Runtime):

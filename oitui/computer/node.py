@@ -19,11 +19,10 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 
-from .base import ProcessRuntime, output_chunk, timeout_note
+from .base import ProcessRuntime, StopClock, output_chunk, timeout_note
 from .launcher import launch
 
 _SERVER = r"""
@@ -164,22 +163,18 @@ class NodeRuntime(ProcessRuntime):
             os.write(self._cmd_w, (json.dumps({"token": token, "code": code}) + "\n").encode())
         except OSError:
             pass
-        deadline = time.monotonic() + timeout if timeout and timeout > 0 else None
-        interrupted_at = None
-        timed_out = False
+        clock = StopClock(self.stop_event, timeout, grace=1.5)
         status = None
         st_buf = b""
         died = False
         while status is None:
-            now = time.monotonic()
-            if interrupted_at is None and (self.stop_event.is_set() or (deadline and now > deadline)):
-                timed_out = not self.stop_event.is_set()
-                interrupted_at = now
+            step = clock.poll()
+            if step == "interrupt":
                 try:
                     os.kill(proc.pid, signal.SIGINT)
                 except OSError:
                     pass
-            elif interrupted_at is not None and now - interrupted_at > 1.5:
+            elif step == "kill":
                 self._kill()
                 self._lost = True
                 yield output_chunk("\n[node did not stop and was killed; variables from earlier blocks are lost]\n")
@@ -223,7 +218,7 @@ class NodeRuntime(ProcessRuntime):
         if died and self._proc is not None:
             yield output_chunk(f"\n[node exited with status {proc.returncode}]\n")
             self._kill()
-        if timed_out:
+        if clock.timed_out:
             yield output_chunk(timeout_note(timeout))
 
     def __del__(self):  # pragma: no cover

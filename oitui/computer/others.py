@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from .base import ProcessRuntime, Runtime, output_chunk, timeout_note
+from .base import ProcessRuntime, Runtime, StopClock, output_chunk, timeout_note
 from .launcher import launch
 
 
@@ -170,20 +170,16 @@ class _SourcingRuntime(ProcessRuntime):
         except OSError:
             pass
         out_fd = proc.stdout.fileno()
-        deadline = time.monotonic() + timeout if timeout else None
-        interrupted_at = None
-        timed_out = False
+        clock = StopClock(self.stop_event, timeout, grace=2)
         done = False
         while not done:
-            now = time.monotonic()
-            if interrupted_at is None and (self.stop_event.is_set() or (deadline and now > deadline)):
-                timed_out = not self.stop_event.is_set()
-                interrupted_at = now
+            step = clock.poll()
+            if step == "interrupt":
                 try:
                     os.kill(proc.pid, signal.SIGINT)
                 except OSError:
                     pass
-            elif interrupted_at is not None and now - interrupted_at > 2:
+            elif step == "kill":
                 self._kill()
                 self._lost = True
                 yield output_chunk(f"\n[{self.program} did not stop and was killed; earlier state is lost]\n")
@@ -213,9 +209,9 @@ class _SourcingRuntime(ProcessRuntime):
             if not data:
                 break
             yield output_chunk(decoder.decode(data))
-        if interrupted_at is not None and not timed_out:
+        if clock.interrupted and not clock.timed_out:
             yield output_chunk("\n^C [interrupted]\n")
-        if timed_out:
+        if clock.timed_out:
             yield output_chunk(timeout_note(timeout))
 
     def __del__(self):  # pragma: no cover

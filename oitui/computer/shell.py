@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from .base import ProcessRuntime, active_line_chunk, output_chunk, timeout_note
+from .base import ProcessRuntime, StopClock, active_line_chunk, output_chunk, timeout_note
 from .launcher import launch
 
 
@@ -246,11 +246,7 @@ class ShellRuntime(ProcessRuntime):
         al_buf = b""
         status = None
         last_line = None
-        start = time.monotonic()
-        deadline = start + timeout if timeout and timeout > 0 else None
-        interrupted_at = None
-        timed_out = False
-        hard = False
+        clock = StopClock(self.stop_event, timeout, grace=1.5)
         died = False
 
         def emit(data: bytes, final: bool = False) -> str:
@@ -272,13 +268,10 @@ class ShellRuntime(ProcessRuntime):
         except OSError:
             died = True
         while not died and status is None:
-            now = time.monotonic()
-            if interrupted_at is None and (self.stop_event.is_set() or (deadline and now > deadline)):
-                timed_out = not self.stop_event.is_set()
-                interrupted_at = now
+            step = clock.poll()
+            if step == "interrupt":
                 self._interrupt(hard=False)
-            elif interrupted_at is not None and not hard and now - interrupted_at > 1.5:
-                hard = True
+            elif step == "kill":
                 self._interrupt(hard=True)
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -349,7 +342,7 @@ class ShellRuntime(ProcessRuntime):
         if died:
             code_ = proc.returncode
             self.last_status = code_
-            if interrupted_at is not None:
+            if clock.interrupted:
                 self._restart_reason = "the shell was killed to stop the block"
                 yield output_chunk("\n^C [interrupted: the shell was stopped]\n")
             else:
@@ -359,9 +352,9 @@ class ShellRuntime(ProcessRuntime):
             self._kill()
         else:
             self.last_status = status
-            if interrupted_at is not None and not timed_out:
+            if clock.interrupted and not clock.timed_out:
                 yield output_chunk("\n^C [interrupted]\n")
-        if timed_out:
+        if clock.timed_out:
             yield output_chunk(timeout_note(timeout))
 
     @staticmethod
